@@ -1,0 +1,1 @@
+"""The ``signet`` command line: one module per noun group."""

@@ -1,0 +1,113 @@
+"""Memory commands: remember, recall, forget, history."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any
+
+import typer
+
+from signet.cli.app import app
+from signet.cli.client import DaemonClient
+from signet.errors import InvalidRequest
+
+
+def _tags(value: str | None) -> list[str] | None:
+    return [t.strip() for t in value.split(",") if t.strip()] if value else None
+
+
+def _drop_none(d: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in d.items() if v is not None}
+
+
+@app.command()
+def remember(
+    content: Annotated[str, typer.Argument(help="What to remember ('critical:' and '[a,b]:' prefixes work).")],
+    type: Annotated[str | None, typer.Option("--type", "-t")] = None,
+    importance: Annotated[float | None, typer.Option(min=0.0, max=1.0)] = None,
+    tags: Annotated[str | None, typer.Option(help="Comma-separated tags.")] = None,
+    who: Annotated[str | None, typer.Option()] = None,
+    project: Annotated[str | None, typer.Option()] = None,
+    pinned: Annotated[bool, typer.Option("--pinned")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Store a memory."""
+    body = _drop_none({"content": content, "type": type, "importance": importance, "tags": _tags(tags),
+                       "who": who or "cli", "project": project, "pinned": pinned or None})
+    data = DaemonClient().post("/api/memory/remember", body)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    verb = "already remembered" if data["deduped"] else "remembered"
+    typer.echo(f"{verb} {data['id']} ({data['type']})")
+
+
+@app.command()
+def recall(
+    query: Annotated[str, typer.Argument(help="What to look for (any text).")],
+    limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=200)] = 10,
+    type: Annotated[str | None, typer.Option("--type", "-t")] = None,
+    tags: Annotated[str | None, typer.Option(help="Comma-separated; all must match.")] = None,
+    project: Annotated[str | None, typer.Option()] = None,
+    who: Annotated[str | None, typer.Option()] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Hybrid search over memories."""
+    body = _drop_none({"query": query, "limit": limit, "type": type, "tags": _tags(tags), "project": project,
+                       "who": who})
+    data = DaemonClient().post("/api/memory/recall", body)
+    if as_json:
+        typer.echo(json.dumps(data, indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console()
+    if not data["vector_search"]["available"]:
+        console.print(f"[yellow]keyword results only: {data['vector_search']['reason']}[/]")
+    if not data["results"]:
+        console.print("no memories match")
+        return
+    t = Table("score", "type", "content", "id", "created", show_lines=False)
+    for r in data["results"]:
+        t.add_row(f"{r['score']:.3f}", r["type"], r["content"], r["id"][:8], r["created_at"][:10])
+    console.print(t)
+
+
+@app.command()
+def forget(
+    ids: Annotated[list[str] | None, typer.Argument(help="Memory ids to forget.")] = None,
+    query: Annotated[str | None, typer.Option("--query", "-q")] = None,
+    type: Annotated[str | None, typer.Option("--type", "-t")] = None,
+    tags: Annotated[str | None, typer.Option()] = None,
+    project: Annotated[str | None, typer.Option()] = None,
+    reason: Annotated[str | None, typer.Option(help="Why (required to execute).")] = None,
+    force: Annotated[bool, typer.Option(help="Hard delete (not recoverable).")] = False,
+    yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
+) -> None:
+    """Forget memories: previews what matches, then soft-deletes after confirmation."""
+    sel = _drop_none({"ids": ids or None, "query": query, "type": type, "tags": _tags(tags), "project": project})
+    if not sel:
+        raise InvalidRequest("say what to forget: ids, --query, or a filter such as --type/--tags/--project")
+    client = DaemonClient()
+    preview = client.post("/api/memory/forget", {**sel, "mode": "preview"})
+    if not preview["candidates"]:
+        typer.echo("nothing matches")
+        return
+    for c in preview["candidates"]:
+        typer.echo(f"  {c['id'][:8]}  {c['content'][:100]}")
+    if not reason:
+        raise InvalidRequest(f"{preview['count']} memories match; pass --reason to forget them")
+    if not yes and not typer.confirm(f"Forget {preview['count']} memories?"):
+        raise typer.Exit(1)
+    done = client.post("/api/memory/forget", {**sel, "mode": "execute", "reason": reason, "force": force,
+                                              "confirm_token": preview["confirm_token"]})
+    typer.echo(f"forgot {done['count']} memories" + (" (hard delete)" if force else " (recoverable)"))
+
+
+@app.command()
+def history(memory_id: Annotated[str, typer.Argument()]) -> None:
+    """Show the change history of a memory."""
+    data = DaemonClient().get(f"/api/memory/{memory_id}/history")
+    for e in data["events"]:
+        typer.echo(f"{e['created_at']}  {e['event']:<9} by {e['changed_by']}: {e['reason'] or ''}")

@@ -1,0 +1,140 @@
+"""agent.yaml -> typed settings.
+
+The defaults live here and only here (the spec's defaults). Keys keep the spelling of the
+spec's manifest (``pipelineV2``, ``shadowMode``…); snake_case spellings are accepted too.
+An invalid file raises :class:`~signet.errors.ConfigError` naming the dotted key at fault.
+Unknown keys are kept (other tools write to the same manifest) but never interpreted.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from signet.errors import ConfigError
+
+
+class Section(BaseModel):
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+
+
+class AgentInfo(Section):
+    name: str = "signet"
+    description: str | None = None
+    created: str | None = None
+    updated: str | None = None
+
+
+class EmbeddingSettings(Section):
+    """Which embedder turns text into vectors. ``local`` is the bundled offline model."""
+
+    provider: Literal["local", "ollama", "openai", "none"] = "local"
+    model: str = "all-MiniLM-L6-v2"
+    dimensions: int | None = Field(None, gt=0, le=16384)
+    base_url: str | None = None
+    api_key: str | None = None
+    timeout: float = Field(30.0, gt=0, le=600)
+    batch_size: int = Field(32, ge=1, le=1024)
+
+
+class SearchSettings(Section):
+    alpha: float = Field(0.7, ge=0.0, le=1.0, description="vector weight; 1 - alpha goes to BM25")
+    top_k: int = Field(50, ge=1, le=1000, description="candidates taken from each leg before fusion")
+    min_score: float = Field(0.1, ge=0.0, le=1.0)
+    default_limit: int = Field(10, ge=1, le=200)
+
+
+class ExtractionSettings(Section):
+    provider: Literal["ollama", "openai", "anthropic", "none"] = "ollama"
+    model: str = "qwen3:4b"
+    endpoint: str | None = None
+    timeout: float = Field(90.0, gt=0, le=3600)
+    api_key: str | None = None
+
+
+class GraphSettings(Section):
+    enabled: bool = True
+
+
+class PipelineSettings(Section):
+    enabled: bool = True
+    shadow_mode: bool = Field(False, alias="shadowMode")
+    mutations_frozen: bool = Field(False, alias="mutationsFrozen")
+    allow_update_delete: bool = Field(False, alias="allowUpdateDelete")
+    min_fact_confidence_for_write: float = Field(0.7, ge=0.0, le=1.0, alias="minFactConfidenceForWrite")
+    lease_timeout_ms: int = Field(300_000, ge=1000, alias="leaseTimeoutMs")
+    max_attempts: int = Field(3, ge=1, le=100, alias="maxAttempts")
+    extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    graph: GraphSettings = Field(default_factory=GraphSettings)
+
+
+class MemorySettings(Section):
+    database: str = "memory/memories.db"
+    session_budget: int = Field(2000, ge=0)
+    decay_rate: float = Field(0.95, gt=0.0, le=1.0)
+    forget_confirm_threshold: int = Field(
+        25, ge=0, description="batches larger than this need the preview's confirm_token"
+    )
+    pipeline: PipelineSettings = Field(default_factory=PipelineSettings, alias="pipelineV2")
+
+
+class RetentionSettings(Section):
+    tombstone_days: float = Field(30, ge=0)
+    history_days: float = Field(180, ge=0)
+    completed_job_days: float = Field(14, ge=0)
+    dead_job_days: float = Field(30, ge=0)
+    batch_limit: int = Field(500, ge=1)
+    interval_hours: float = Field(6, gt=0)
+
+
+class DaemonSettings(Section):
+    host: str = "127.0.0.1"
+    port: int = Field(3850, ge=1, le=65535)
+
+
+class Settings(Section):
+    version: int = 1
+    schema_: str = Field("signet/v1", alias="schema")
+    agent: AgentInfo = Field(default_factory=AgentInfo)
+    harnesses: list[str] = Field(default_factory=list)
+    embedding: EmbeddingSettings = Field(default_factory=EmbeddingSettings)
+    search: SearchSettings = Field(default_factory=SearchSettings)
+    memory: MemorySettings = Field(default_factory=MemorySettings)
+    retention: RetentionSettings = Field(default_factory=RetentionSettings)
+    daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+
+
+def _dotted(loc: tuple[int | str, ...]) -> str:
+    return ".".join(str(p) for p in loc)
+
+
+def parse_settings(data: Any, *, source: str = "agent.yaml") -> Settings:
+    """Validate an already-parsed manifest."""
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise ConfigError(f"{source}: the top level must be a mapping of keys, not {type(data).__name__}")
+    try:
+        return Settings.model_validate(data)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        key = _dotted(first["loc"])
+        raise ConfigError(
+            f"{source}: invalid value for '{key}': {first['msg']}", key=key, problems=len(exc.errors())
+        ) from None
+
+
+def load_settings(path: Path) -> Settings:
+    """Read agent.yaml; a missing file means all defaults."""
+    if not path.exists():
+        return Settings()
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark is not None else ""
+        raise ConfigError(f"{path}: not valid YAML{where}: {getattr(exc, 'problem', exc)}") from None
+    return parse_settings(data, source=str(path))

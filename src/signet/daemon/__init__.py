@@ -1,0 +1,1 @@
+"""The HTTP daemon: app factory, runtime, routes, process management."""

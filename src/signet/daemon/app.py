@@ -1,0 +1,46 @@
+"""The FastAPI app factory."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+
+from fastapi import FastAPI
+
+from signet import __version__
+from signet.daemon.errors import BodySizeLimit, install_error_handlers
+from signet.daemon.routes import health, memory
+from signet.daemon.runtime import Runtime
+from signet.workspace import Workspace
+
+
+def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bool = True) -> FastAPI:
+    """Build the app. With ``manage_runtime`` the app starts and stops the runtime in its lifespan."""
+    if runtime is None:
+        runtime = Runtime(Workspace.from_env())
+    elif isinstance(runtime, Workspace):
+        runtime = Runtime(runtime)
+    rt = runtime
+
+    @asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        if manage_runtime:
+            rt.start()
+        try:
+            yield
+        finally:
+            if manage_runtime:
+                rt.stop()
+
+    app = FastAPI(
+        title="Signet",
+        version=__version__,
+        description="Local-first memory for AI agents.",
+        lifespan=lifespan,
+    )
+    app.state.runtime = rt
+    install_error_handlers(app)
+    app.include_router(health.router)
+    app.include_router(memory.router)
+    app.add_middleware(BodySizeLimit)
+    return app

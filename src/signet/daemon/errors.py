@@ -1,0 +1,105 @@
+"""Every failure becomes a JSON body with a message and a code; bodies are size-capped."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signet.errors import RateLimited, SignetError
+
+log = logging.getLogger(__name__)
+
+MAX_BODY_BYTES = 8 * 1024 * 1024
+
+
+def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
+    out = []
+    for err in exc.errors()[:20]:
+        loc = ".".join(str(p) for p in err.get("loc", ()) if p != "body")
+        out.append({"field": loc or "body", "message": str(err.get("msg", "invalid"))})
+    return out
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SignetError)
+    async def signet_error(_: Request, exc: SignetError) -> JSONResponse:
+        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+    @app.exception_handler(RequestValidationError)
+    async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:
+        problems = _problems(exc)
+        first = problems[0] if problems else {"field": "body", "message": "invalid request"}
+        return JSONResponse(
+            {"error": f"invalid request: {first['field']}: {first['message']}", "code": "invalid_request",
+             "problems": problems},
+            status_code=422,
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(exc.status_code, "http_error")
+        return JSONResponse({"error": str(exc.detail), "code": code}, status_code=exc.status_code,
+                            headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return JSONResponse(
+            {"error": f"internal error: {type(exc).__name__}; see the daemon log", "code": "internal_error"},
+            status_code=500,
+        )
+
+
+class BodySizeLimit:
+    """Refuse bodies over ``limit`` bytes with 413, whether or not Content-Length is sent."""
+
+    def __init__(self, app: ASGIApp, limit: int = MAX_BODY_BYTES) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        for name, value in scope.get("headers", []):
+            if name == b"content-length":
+                try:
+                    too_big = int(value) > self.limit
+                except ValueError:
+                    too_big = True
+                if too_big:
+                    await self._reject(send)
+                    return
+        seen = 0
+
+        async def limited() -> Message:
+            nonlocal seen
+            msg = await receive()
+            if msg["type"] == "http.request":
+                seen += len(msg.get("body", b""))
+                if seen > self.limit:
+                    raise _TooLarge
+            return msg
+
+        try:
+            await self.app(scope, limited, send)
+        except _TooLarge:
+            await self._reject(send)
+
+    async def _reject(self, send: Send) -> None:
+        resp = JSONResponse(
+            {"error": f"request body larger than {self.limit} bytes", "code": "payload_too_large"}, status_code=413
+        )
+        await send({"type": "http.response.start", "status": 413, "headers": resp.raw_headers})
+        await send({"type": "http.response.body", "body": resp.body})
+
+
+class _TooLarge(Exception):
+    pass

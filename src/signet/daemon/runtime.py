@@ -1,0 +1,69 @@
+"""Everything a running Signet holds: settings, database, embedder, index, service.
+
+The daemon, the benchmarks and the tests build the same Runtime, so they exercise the same
+code. Areas that run background work (pipeline worker, file watcher) register start/stop
+callables instead of the runtime knowing about them.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from signet.config import Settings
+from signet.embedding.service import EmbeddingService
+from signet.memory.service import MemoryService
+from signet.search.vectors import VectorIndex
+from signet.store.database import Database
+from signet.workspace import Workspace
+
+log = logging.getLogger(__name__)
+
+
+class Runtime:
+    def __init__(self, workspace: Workspace, settings: Settings | None = None) -> None:
+        self.workspace = workspace
+        self.settings = settings if settings is not None else workspace.settings()
+        self.db_path = workspace.database_path(self.settings)
+        self.db = Database(self.db_path)
+        self.index = VectorIndex()
+        self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
+        self.service = MemoryService(
+            self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root)
+        )
+        self.started_at = time.time()
+        self.on_start: list[Callable[[Runtime], None]] = []
+        self.on_stop: list[Callable[[Runtime], None]] = []
+        self.extras: dict[str, Any] = {}
+        """Per-area state (pipeline worker, watcher, auth) keyed by area name."""
+        self._running = False
+
+    def start(self) -> Runtime:
+        if self._running:
+            return self
+        self.db.open()
+        self.embeddings.start()
+        for fn in self.on_start:
+            fn(self)
+        self._running = True
+        return self
+
+    def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        for fn in reversed(self.on_stop):
+            try:
+                fn(self)
+            except Exception:  # one area's failure must not keep the database open
+                log.exception("error while stopping %r", fn)
+        self.embeddings.stop()
+        self.db.close()
+
+    def __enter__(self) -> Runtime:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()

@@ -1,0 +1,61 @@
+"""Running the daemon in the foreground: logging, pid file, uvicorn."""
+
+from __future__ import annotations
+
+import logging
+import os
+from pathlib import Path
+
+from signet.workspace import Workspace
+
+log = logging.getLogger("signet")
+
+
+def configure_logging(ws: Workspace, *, to_stderr: bool = True) -> Path:
+    ws.logs_dir.mkdir(parents=True, exist_ok=True)
+    path = ws.log_path()
+    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+    root = logging.getLogger()
+    root.setLevel(logging.INFO)
+    file_handler = logging.FileHandler(path, encoding="utf-8")
+    file_handler.setFormatter(fmt)
+    root.addHandler(file_handler)
+    if to_stderr:
+        stream = logging.StreamHandler()
+        stream.setFormatter(fmt)
+        root.addHandler(stream)
+    return path
+
+
+def write_pid(ws: Workspace) -> None:
+    ws.daemon_dir.mkdir(parents=True, exist_ok=True)
+    tmp = ws.pid_path.with_suffix(".tmp")
+    tmp.write_text(str(os.getpid()), encoding="utf-8")
+    tmp.replace(ws.pid_path)
+
+
+def remove_pid(ws: Workspace) -> None:
+    try:
+        if ws.pid_path.read_text(encoding="utf-8").strip() == str(os.getpid()):
+            ws.pid_path.unlink()
+    except FileNotFoundError:
+        return
+
+
+def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) -> None:
+    """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded."""
+    import uvicorn
+
+    from signet.daemon.app import create_app
+    from signet.daemon.runtime import Runtime
+
+    configure_logging(ws, to_stderr=log_to_stderr)
+    runtime = Runtime(ws)
+    app = create_app(runtime)
+    write_pid(ws)
+    log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
+    try:
+        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10)
+    finally:
+        remove_pid(ws)
+        log.info("signet daemon stopped")

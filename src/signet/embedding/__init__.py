@@ -1,0 +1,1 @@
+"""Embedding providers (one interface) and the background service that fills vectors in."""

@@ -1,0 +1,36 @@
+"""The embedder interface."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+import numpy.typing as npt
+
+Vectors = npt.NDArray[np.float32]
+
+
+class EmbeddingError(RuntimeError):
+    """The provider could not produce vectors (down, timed out, answered nonsense)."""
+
+
+class Embedder(Protocol):
+    """Turns texts into L2-normalised float32 vectors, one row per text."""
+
+    provider: str
+    model: str
+
+    @property
+    def dimensions(self) -> int | None: ...
+
+    def load(self) -> None:
+        """Do the slow start-up work (model load, reachability check). May raise."""
+
+    def embed(self, texts: list[str]) -> Vectors: ...
+
+
+def normalize_rows(vectors: Vectors) -> Vectors:
+    norms = np.linalg.norm(vectors, axis=1, keepdims=True)
+    norms[norms == 0] = 1.0
+    out: Vectors = (vectors / norms).astype(np.float32, copy=False)
+    return out

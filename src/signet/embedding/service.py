@@ -1,0 +1,239 @@
+"""Fills in vectors in the background and answers query embeddings.
+
+``remember`` never waits for an embedding: it writes the row (keyword-searchable at once)
+and nudges this service, whose thread embeds whatever lacks a vector for the configured
+model, in batches, writes the vectors (keyed by content hash, so unchanged text is never
+embedded twice) and adds them to the in-memory index. The model is loaded on that thread
+too, so the daemon answers ``/health`` long before torch has finished importing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import uuid
+from collections import OrderedDict
+from datetime import UTC, datetime
+from typing import Any, Literal
+
+import numpy as np
+
+from signet import plugins
+from signet.config import EmbeddingSettings
+from signet.embedding.base import Embedder, EmbeddingError, Vectors
+from signet.search.vectors import VectorIndex
+from signet.store.database import Database
+
+log = logging.getLogger(__name__)
+
+State = Literal["loading", "ready", "unavailable", "disabled"]
+
+_PENDING_SQL = """
+SELECT m.id, m.content, m.content_hash FROM memories m
+LEFT JOIN embeddings e ON e.content_hash = m.content_hash
+WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)
+ORDER BY m.seq LIMIT ?
+"""
+
+
+def make_embedder(settings: EmbeddingSettings) -> Embedder:
+    factories = plugins.embedders()
+    factory = factories.get(settings.provider)
+    if factory is None:
+        raise EmbeddingError(f"unknown embedding provider '{settings.provider}' (have: {', '.join(sorted(factories))})")
+    embedder: Embedder = factory(settings)
+    return embedder
+
+
+class EmbeddingService:
+    def __init__(self, db: Database, settings: EmbeddingSettings, index: VectorIndex) -> None:
+        self.db = db
+        self.settings = settings
+        self.index = index
+        self.state: State = "disabled" if settings.provider == "none" else "loading"
+        self.error: str | None = None if settings.provider != "none" else "embedding provider is 'none'"
+        self.last_batch_error: str | None = None
+        self.embedder: Embedder | None = None
+        self._wake = threading.Event()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._idle = threading.Event()
+        self._query_cache: OrderedDict[str, Vectors] = OrderedDict()
+        self._cache_lock = threading.Lock()
+
+    @property
+    def model_key(self) -> str:
+        """What is recorded per vector: provider and model, so a change is detectable."""
+        return f"{self.settings.provider}:{self.settings.model}"
+
+    @property
+    def ready(self) -> bool:
+        return self.state == "ready"
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        if self.settings.provider == "none":
+            return
+        self._thread = threading.Thread(target=self._run, name="signet-embedder", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+
+    def notify(self) -> None:
+        self._idle.clear()
+        self._wake.set()
+
+    def wait_idle(self, timeout: float = 60.0) -> bool:
+        """Block until every memory has a vector (tests, benchmarks, importers)."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.state in ("unavailable", "disabled"):
+                return False
+            if self.state == "ready" and self._idle.is_set() and self.pending_count() == 0:
+                return True
+            self._wake.set()
+            time.sleep(0.05)
+        return False
+
+    def _run(self) -> None:
+        backoff = 1.0
+        while not self._stop.is_set():
+            if self.state != "ready":
+                try:
+                    self._load()
+                    backoff = 1.0
+                except EmbeddingError as exc:
+                    self.state, self.error = "unavailable", str(exc)
+                    log.warning("embedding provider unavailable: %s", exc)
+                    self._stop.wait(min(backoff, 60.0))
+                    backoff *= 2
+                    continue
+            try:
+                did = self._embed_pending_batch()
+            except EmbeddingError as exc:
+                self.last_batch_error = str(exc)
+                log.warning("embedding batch failed: %s", exc)
+                self._stop.wait(min(backoff, 60.0))
+                backoff *= 2
+                continue
+            backoff = 1.0
+            if not did:
+                self._idle.set()
+                self._wake.wait(timeout=5.0)
+                self._wake.clear()
+
+    def _load(self) -> None:
+        self.state, self.error = "loading", None
+        embedder = make_embedder(self.settings)
+        started = time.perf_counter()
+        embedder.load()
+        self.embedder = embedder
+        self._load_index()
+        self.state = "ready"
+        log.info("embedder %s ready in %.1fs (%d vectors indexed)", self.model_key, time.perf_counter() - started, len(self.index))
+
+    def _load_index(self) -> None:
+        def fetch(conn: Any) -> list[Any]:
+            return list(
+                conn.execute(
+                    "SELECT m.id, m.project, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash "
+                    "WHERE m.is_deleted = 0 AND e.model = ?",
+                    (self.model_key,),
+                )
+            )
+
+        rows = self.db.read(fetch)
+        if not rows:
+            return
+        dims = len(rows[0]["vector"]) // 4
+        rows = [r for r in rows if len(r["vector"]) == dims * 4]
+        mat = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+        self.index.upsert_many([r["id"] for r in rows], mat, [r["project"] for r in rows])
+
+    # -- work ------------------------------------------------------------------------------
+    def pending_count(self) -> int:
+        row = self.db.read(
+            lambda c: c.execute(
+                "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
+                "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)",
+                (self.model_key,),
+            ).fetchone()
+        )
+        return int(row[0])
+
+    def _embed_pending_batch(self) -> bool:
+        assert self.embedder is not None
+        batch = max(self.settings.batch_size, 1) * 4
+        rows = self.db.read(lambda c: list(c.execute(_PENDING_SQL, (self.model_key, batch))))
+        if not rows:
+            return False
+        by_hash: dict[str, str] = {}
+        for r in rows:
+            by_hash.setdefault(r["content_hash"], r["content"])
+        hashes = list(by_hash)
+        vectors = self.embedder.embed([by_hash[h] for h in hashes])
+        self.store_vectors(hashes, [by_hash[h] for h in hashes], vectors)
+        self.last_batch_error = None
+        return True
+
+    def store_vectors(self, hashes: list[str], texts: list[str], vectors: Vectors) -> None:
+        """Persist vectors by content hash and index every live memory with that hash.
+
+        The index is updated inside the write, on the writer thread, so it is ordered with
+        every other write (a concurrent modify cannot be overtaken by a stale vector).
+        """
+        now = datetime.now(UTC).isoformat()
+        model = self.model_key
+        dims = int(vectors.shape[1])
+
+        def write(conn: Any) -> None:
+            for h, text, vec in zip(hashes, texts, vectors, strict=True):
+                owner = conn.execute(
+                    "SELECT id FROM memories WHERE content_hash = ? ORDER BY is_deleted, seq LIMIT 1", (h,)
+                ).fetchone()
+                conn.execute(
+                    "INSERT INTO embeddings(id, content_hash, vector, dimensions, source_type, source_id, chunk_text,"
+                    " provider, model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?)"
+                    " ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector, dimensions = excluded.dimensions,"
+                    " provider = excluded.provider, model = excluded.model, created_at = excluded.created_at",
+                    (str(uuid.uuid4()), h, vec.astype(np.float32).tobytes(), dims, owner[0] if owner else "",
+                     text, self.settings.provider, model, now),
+                )
+                conn.execute("UPDATE memories SET embedding_model = ? WHERE content_hash = ?", (model, h))
+                live = list(conn.execute(
+                    "SELECT id, project FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
+                ))
+                if live:
+                    self.index.upsert_many(
+                        [r["id"] for r in live], np.repeat(vec.reshape(1, -1), len(live), axis=0),
+                        [r["project"] for r in live],
+                    )
+
+        self.db.write(write)
+
+    def embed_query(self, text: str) -> Vectors | None:
+        """The query's vector, or None when the embedder is not ready (never blocks on loading)."""
+        if not self.ready or self.embedder is None:
+            return None
+        with self._cache_lock:
+            hit = self._query_cache.get(text)
+            if hit is not None:
+                self._query_cache.move_to_end(text)
+                return hit
+        vec: Vectors = self.embedder.embed([text])[0]
+        with self._cache_lock:
+            self._query_cache[text] = vec
+            if len(self._query_cache) > 512:
+                self._query_cache.popitem(last=False)
+        return vec
+
+    def embed_texts(self, texts: list[str]) -> Vectors | None:
+        """Embed now, for callers that must have vectors before they write (modify, pipeline)."""
+        if not self.ready or self.embedder is None:
+            return None
+        return self.embedder.embed(texts)

@@ -1,0 +1,39 @@
+"""Plugin hooks. Providers are plugins: built-ins register through the same hooks.
+
+A plugin is any module or object with functions marked ``@hookimpl``; each hook receives a
+``register`` callback and calls it once per thing it provides::
+
+    @hookimpl
+    def register_embedders(register):
+        register("ollama", OllamaEmbedder)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+hookspec = pluggy.HookspecMarker("signet")
+hookimpl = pluggy.HookimplMarker("signet")
+
+
+@hookspec
+def register_embedders(register: Callable[[str, Any], None]) -> None:
+    """Register embedding providers: ``register(name, factory)``; factory(settings) -> Embedder."""
+
+
+@hookspec
+def register_llm_providers(register: Callable[[str, Any], None]) -> None:
+    """Register LLM providers: ``register(name, factory)``; factory(settings) -> LlmProvider."""
+
+
+@hookspec
+def register_harnesses(register: Callable[[str, Any], None]) -> None:
+    """Register harness integrations: ``register(name, harness)``."""
+
+
+@hookspec
+def register_transcript_adapters(register: Callable[[str, Any], None]) -> None:
+    """Register transcript adapters for ``signet ingest``: ``register(name, adapter)``."""

@@ -1,0 +1,1 @@
+"""Memory semantics: content rules, the service every surface calls, decay."""

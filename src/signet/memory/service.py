@@ -1,0 +1,673 @@
+"""MemoryService: the one implementation of remember, recall, modify, forget and recover.
+
+Every surface (HTTP routes, hooks, CLI, MCP, SDK through the daemon, the pipeline and the
+benchmarks) calls these methods, so the semantics of spec 004 live in one place. Each
+mutation is one write transaction that also writes its ``memory_history`` event, so a
+crash at any point leaves either the whole change or none of it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+import uuid
+from collections.abc import Callable
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+import numpy as np
+
+from signet import __version__
+from signet.config import Settings
+from signet.embedding.service import EmbeddingService
+from signet.errors import (
+    ConfirmationRequired,
+    Conflict,
+    InvalidRequest,
+    MutationsFrozen,
+    NotDeleted,
+    NotFound,
+    RetentionExpired,
+    VersionConflict,
+)
+from signet.memory.content import infer_type, parse_content
+from signet.memory.filters import MemoryFilter
+from signet.memory.records import load_tags, memory_from_row, now_iso, record_history, to_iso
+from signet.memory.scope import UNSCOPED, ReadScope
+from signet.models import (
+    DeleteResponse,
+    EmbeddingExport,
+    EmbeddingRecord,
+    EmbeddingStatus,
+    ForgetCandidate,
+    ForgetRequest,
+    ForgetResponse,
+    HistoryEvent,
+    HistoryResponse,
+    Memory,
+    MemoryList,
+    ModifyPatch,
+    ModifyRequest,
+    ModifyResponse,
+    ModifyResult,
+    PatchMemoryRequest,
+    RecallRequest,
+    RecallResponse,
+    RecallResult,
+    RecoverRequest,
+    RecoverResponse,
+    RememberRequest,
+    RememberResponse,
+    StatusResponse,
+    VectorSearchState,
+)
+from signet.search.recall import Recaller, result_fields
+from signet.search.vectors import VectorIndex
+from signet.store.database import Database
+
+RememberHook = Callable[[Any, dict[str, Any]], None]
+EXPLICIT_IMPORTANCE = 0.8
+
+
+class MemoryService:
+    def __init__(
+        self,
+        db: Database,
+        settings: Settings,
+        embeddings: EmbeddingService,
+        index: VectorIndex,
+        *,
+        workspace_root: str = "",
+    ) -> None:
+        self.db = db
+        self.settings = settings
+        self.embeddings = embeddings
+        self.index = index
+        self.recaller = Recaller(db, settings, index, embeddings)
+        self.workspace_root = workspace_root
+        self.started = time.time()
+        self.on_remember_tx: list[RememberHook] = []
+        """Called inside the remember transaction with (conn, memory dict) for new memories."""
+
+    @property
+    def decay_rate(self) -> float:
+        return self.settings.memory.decay_rate
+
+    # -- remember --------------------------------------------------------------------------
+    def _prepare(self, req: RememberRequest) -> dict[str, Any]:
+        parsed = parse_content(req.content)
+        pinned = bool(req.pinned) or parsed.pinned
+        tags = list(dict.fromkeys([*parsed.tags, *(req.tags or [])]))
+        importance = 1.0 if pinned else (req.importance if req.importance is not None else EXPLICIT_IMPORTANCE)
+        now = now_iso()
+        return {
+            "id": str(uuid.uuid4()),
+            "content": parsed.content,
+            "normalized_content": parsed.normalized,
+            "content_hash": parsed.hash,
+            "type": req.type.value if req.type is not None else infer_type(parsed.content),
+            "importance": importance,
+            "pinned": 1 if pinned else 0,
+            "tags": json.dumps(tags),
+            "who": req.who,
+            "why": req.why,
+            "project": req.project,
+            "source_type": req.source_type,
+            "source_id": req.source_id,
+            "created_at": to_iso(req.created_at) if req.created_at is not None else now,
+            "updated_at": now,
+            "agent_id": req.agent_id or "default",
+            "visibility": req.visibility.value if req.visibility is not None else "global",
+        }
+
+    def _insert(self, conn: Any, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
+        """Insert or dedup inside a write transaction; returns (row, deduped)."""
+        existing = conn.execute(
+            "SELECT * FROM memories WHERE content_hash = ? AND is_deleted = 0", (mem["content_hash"],)
+        ).fetchone()
+        if existing is not None:
+            return existing, True
+        conn.execute(
+            "INSERT INTO memories(id, type, content, normalized_content, content_hash, importance, pinned, tags, who,"
+            " why, project, source_type, source_id, created_at, updated_at, updated_by, agent_id, visibility)"
+            " VALUES (:id, :type, :content, :normalized_content, :content_hash, :importance, :pinned, :tags, :who,"
+            " :why, :project, :source_type, :source_id, :created_at, :updated_at, :updated_by, :agent_id, :visibility)",
+            {**mem, "updated_by": changed_by},
+        )
+        record_history(
+            conn, mem["id"], "created", old_content=None, new_content=mem["content"],
+            changed_by=changed_by, reason="remember", actor_type=actor_type,
+            metadata={"type": mem["type"], "source_type": mem["source_type"]},
+        )
+        self._index_existing_vector(conn, mem["id"], mem["content_hash"], mem["project"])
+        for hook in self.on_remember_tx:
+            hook(conn, mem)
+        row = conn.execute("SELECT * FROM memories WHERE id = ?", (mem["id"],)).fetchone()
+        return row, False
+
+    def _index_existing_vector(self, conn: Any, memory_id: str, chash: str, project: str | None) -> bool:
+        """Reuse a stored vector for this text (same hash, current model): never embed twice."""
+        row = conn.execute(
+            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
+        ).fetchone()
+        if row is None:
+            return False
+        conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
+        vec = np.frombuffer(row[0], dtype=np.float32)
+        if self.index.dimensions in (None, vec.shape[0]):
+            self.index.upsert(memory_id, vec, project)
+        return True
+
+    def _remember_response(self, row: Any, deduped: bool) -> RememberResponse:
+        if row["id"] in self.index:
+            emb = "ready"
+        elif self.embeddings.state in ("disabled", "unavailable"):
+            emb = "unavailable"
+        else:
+            emb = "pending"
+        return RememberResponse(
+            id=row["id"], deduped=deduped, type=row["type"], tags=load_tags(row["tags"]),
+            pinned=bool(row["pinned"]), importance=float(row["importance"]), content=row["content"],
+            created_at=row["created_at"], embedding=emb,
+        )
+
+    def remember(
+        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None
+    ) -> RememberResponse:
+        mem = self._prepare(req)
+        row, deduped = self.db.write(lambda conn: self._insert(conn, mem, changed_by, actor_type))
+        if not deduped:
+            self.embeddings.notify()
+        return self._remember_response(row, deduped)
+
+    def remember_batch(
+        self, items: list[RememberRequest], *, changed_by: str = "api", actor_type: str | None = None
+    ) -> list[RememberResponse]:
+        """Many memories in one transaction: all are stored, or none are."""
+        mems = [self._prepare(r) for r in items]
+
+        def write(conn: Any) -> list[tuple[Any, bool]]:
+            return [self._insert(conn, m, changed_by, actor_type) for m in mems]
+
+        results = self.db.write(write)
+        if any(not d for _, d in results):
+            self.embeddings.notify()
+        return [self._remember_response(row, d) for row, d in results]
+
+    # -- recall ----------------------------------------------------------------------------
+    def recall(self, req: RecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
+        flt = MemoryFilter(
+            type=req.type.value if req.type else None, tags=req.tags, who=req.who, pinned=req.pinned,
+            importance_min=req.importance_min, since=req.since, until=req.until, project=req.project,
+            agent_id=req.agent_id, scope=scope,
+        )
+        out = self.recaller.recall(req.query, flt, limit=req.limit, alpha=req.alpha, min_score=req.min_score)
+        results = [
+            RecallResult(
+                **result_fields(h.row), score=h.score, source=h.source,
+                fts_score=h.fts_score, vector_score=h.vector_score,
+            )
+            for h in out.hits
+        ]
+        if req.track_access and results:
+            self._track_access([r.id for r in results])
+        return RecallResponse(
+            query=req.query, results=results, count=len(results), method=out.method,
+            vector_search=self._vector_state(), took_ms=round(out.took_ms, 3),
+        )
+
+    def _track_access(self, ids: list[str]) -> None:
+        ts = now_iso()
+        marks = ",".join("?" for _ in ids)
+        self.db.submit(
+            lambda conn: conn.execute(
+                f"UPDATE memories SET last_accessed = ?, access_count = access_count + 1 WHERE id IN ({marks})",
+                (ts, *ids),
+            )
+        )
+
+    def _vector_state(self) -> VectorSearchState:
+        ok, reason = self.recaller.vector_state()
+        return VectorSearchState(
+            available=ok, reason=reason, provider=self.settings.embedding.provider, model=self.settings.embedding.model
+        )
+
+    def similar(self, memory_id: str, *, limit: int = 10, scope: ReadScope = UNSCOPED) -> RecallResponse:
+        """Vector neighbours of a stored memory."""
+        started = time.perf_counter()
+        self.get(memory_id, scope=scope)
+        vec = self.index.vector_of(memory_id)
+        results: list[RecallResult] = []
+        if vec is not None:
+            flt = MemoryFilter(scope=scope)
+            where, params = flt.sql(self.decay_rate)
+            hits = self.index.search(vec, limit * 4 + 1, exclude={memory_id})
+            ids = [h.memory_id for h in hits]
+            marks = ",".join("?" for _ in ids) or "NULL"
+            rows = {
+                r["id"]: r
+                for r in self.db.read(
+                    lambda c: list(c.execute(f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where}", (*ids, *params)))
+                )
+            }
+            for h in hits:
+                if h.memory_id in rows and len(results) < limit:
+                    results.append(
+                        RecallResult(**result_fields(rows[h.memory_id]), score=round(h.score, 6), source="vector",
+                                     vector_score=h.score)
+                    )
+        return RecallResponse(
+            query=memory_id, results=results, count=len(results), method="hybrid" if vec is not None else "fts",
+            vector_search=self._vector_state(), took_ms=round((time.perf_counter() - started) * 1000, 3),
+        )
+
+    # -- read ------------------------------------------------------------------------------
+    def _row(self, conn: Any, memory_id: str) -> Any:
+        return conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
+
+    def get(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> Memory:
+        row = self.db.read(lambda c: self._row(c, memory_id))
+        if row is None or not scope.allows(row):
+            raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+        return memory_from_row(row, self.decay_rate)
+
+    def list_memories(self, flt: MemoryFilter, *, limit: int = 50, offset: int = 0) -> MemoryList:
+        where, params = flt.sql(self.decay_rate)
+
+        def read(conn: Any) -> tuple[int, list[Any]]:
+            total = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", params).fetchone()[0]
+            rows = list(conn.execute(
+                f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
+                (*params, limit, offset),
+            ))
+            return int(total), rows
+
+        total, rows = self.db.read(read)
+        return MemoryList(
+            items=[memory_from_row(r, self.decay_rate) for r in rows], total=total, limit=limit, offset=offset
+        )
+
+    def history(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> HistoryResponse:
+        def read(conn: Any) -> tuple[Any, list[Any]]:
+            return self._row(conn, memory_id), list(conn.execute(
+                "SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (memory_id,)
+            ))
+
+        row, events = self.db.read(read)
+        if (row is None and not events) or (row is not None and not scope.allows(row)):
+            raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+        return HistoryResponse(
+            memory_id=memory_id,
+            events=[
+                HistoryEvent(
+                    id=e["id"], memory_id=e["memory_id"], event=e["event"], old_content=e["old_content"],
+                    new_content=e["new_content"], changed_by=e["changed_by"], reason=e["reason"],
+                    metadata=json.loads(e["metadata"]) if e["metadata"] else None, actor_type=e["actor_type"],
+                    created_at=e["created_at"],
+                )
+                for e in events
+            ],
+        )
+
+    # -- modify ----------------------------------------------------------------------------
+    def modify(
+        self, req: ModifyRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
+    ) -> ModifyResponse:
+        missing = [p.id for p in req.patches if not (p.reason or req.reason)]
+        if missing:
+            raise InvalidRequest("every patch needs a reason (per patch or request-level 'reason')", ids=missing)
+        who = req.changed_by or changed_by
+        results = [self._apply_patch(p, p.reason or req.reason or "", who, actor_type, scope) for p in req.patches]
+        return ModifyResponse(results=results, updated=sum(1 for r in results if r.status == "updated"))
+
+    def patch(
+        self, memory_id: str, req: PatchMemoryRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
+    ) -> ModifyResult:
+        fields = req.model_dump(exclude_unset=True, exclude={"reason", "if_version", "changed_by"})
+        patch = ModifyPatch(id=memory_id, reason=req.reason, if_version=req.if_version, **fields)
+        result = self._apply_patch(patch, req.reason, req.changed_by or changed_by, actor_type, scope)
+        if result.status in ("not_found", "deleted"):
+            raise NotFound(f"memory '{memory_id}' not found" + (" (it is deleted)" if result.status == "deleted" else ""),
+                           id=memory_id)
+        if result.status == "version_conflict":
+            raise VersionConflict(
+                f"memory '{memory_id}' is at version {result.currentVersion}, not {req.if_version}",
+                id=memory_id, currentVersion=result.currentVersion,
+            )
+        if result.status == "duplicate":
+            raise Conflict(
+                "another memory already has this content", code="duplicate", id=memory_id,
+                duplicateMemoryId=result.duplicateMemoryId,
+            )
+        return result
+
+    def _apply_patch(
+        self, p: ModifyPatch, reason: str, changed_by: str, actor_type: str | None, scope: ReadScope
+    ) -> ModifyResult:
+        new_content = parse_content(p.content) if p.content is not None else None
+        vector = None
+        if new_content is not None:
+            # Embed before the write transaction (never hold the write lock on a model call).
+            vecs = self.embeddings.embed_texts([new_content.content]) if self.embeddings.ready else None
+            vector = vecs[0] if vecs is not None else None
+
+        def write(conn: Any) -> ModifyResult:
+            row = self._row(conn, p.id)
+            if row is None or not scope.allows(row):
+                return ModifyResult(id=p.id, status="not_found", error="memory not found")
+            if row["is_deleted"]:
+                return ModifyResult(id=p.id, status="deleted", currentVersion=row["version"],
+                                    error="memory is deleted; recover it first")
+            if p.if_version is not None and p.if_version != row["version"]:
+                return ModifyResult(id=p.id, status="version_conflict", currentVersion=row["version"],
+                                    error=f"expected version {p.if_version}, found {row['version']}")
+            sets: dict[str, Any] = {}
+            if new_content is not None and new_content.content != row["content"]:
+                if new_content.hash != row["content_hash"]:
+                    dup = conn.execute(
+                        "SELECT id FROM memories WHERE content_hash = ? AND is_deleted = 0 AND id != ?",
+                        (new_content.hash, p.id),
+                    ).fetchone()
+                    if dup is not None:
+                        return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
+                                            duplicateMemoryId=dup[0], error="content duplicates another memory")
+                sets.update(content=new_content.content, normalized_content=new_content.normalized,
+                            content_hash=new_content.hash)
+            for key in ("type", "importance", "who", "why", "project"):
+                val = getattr(p, key)
+                if val is not None:
+                    val = val.value if hasattr(val, "value") else val
+                    if val != row[key]:
+                        sets[key] = val
+            if p.tags is not None and p.tags != load_tags(row["tags"]):
+                sets["tags"] = json.dumps(p.tags)
+            if p.pinned is not None and int(p.pinned) != row["pinned"]:
+                sets["pinned"] = int(p.pinned)
+            if not sets:
+                return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"],
+                                    newVersion=row["version"])
+            new_version = int(row["version"]) + 1
+            sets.update(version=new_version, updated_at=now_iso(), updated_by=changed_by,
+                        update_count=int(row["update_count"]) + 1)
+            content_changed = "content" in sets
+            if content_changed:
+                sets["embedding_model"] = None
+            assignments = ", ".join(f"{k} = :{k}" for k in sets)
+            conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", {**sets, "id": p.id})
+            changed = sorted(k for k in sets if k not in ("version", "updated_at", "updated_by", "update_count",
+                                                           "normalized_content", "content_hash", "embedding_model"))
+            record_history(
+                conn, p.id, "modified", old_content=row["content"],
+                new_content=sets.get("content", row["content"]), changed_by=changed_by, reason=reason,
+                actor_type=actor_type,
+                metadata={"fields": changed, "fromVersion": row["version"], "toVersion": new_version,
+                          "previous": {k: row[k] for k in changed if k != "content"}},
+            )
+            embedded = False
+            project = sets.get("project", row["project"])
+            if content_changed:
+                self.index.remove(p.id)
+                assert new_content is not None
+                if vector is not None:
+                    self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
+                    self.index.upsert(p.id, vector, project)
+                    embedded = True
+                else:
+                    embedded = self._index_existing_vector(conn, p.id, new_content.hash, project)
+            elif "project" in sets:
+                self.index.set_project(p.id, project)
+            return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
+                                contentChanged=content_changed, embedded=embedded)
+
+        result = self.db.write(write)
+        if result.contentChanged and not result.embedded:
+            self.embeddings.notify()
+        return result
+
+    def _store_vector(self, conn: Any, memory_id: str, chash: str, text: str, vector: Any) -> None:
+        conn.execute(
+            "INSERT INTO embeddings(id, content_hash, vector, dimensions, source_type, source_id, chunk_text, provider,"
+            " model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?) ON CONFLICT(content_hash) DO UPDATE SET"
+            " vector = excluded.vector, dimensions = excluded.dimensions, provider = excluded.provider,"
+            " model = excluded.model, created_at = excluded.created_at",
+            (str(uuid.uuid4()), chash, np.asarray(vector, dtype=np.float32).tobytes(), len(vector), memory_id,
+             text, self.settings.embedding.provider, self.embeddings.model_key, now_iso()),
+        )
+        conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
+
+    # -- forget ----------------------------------------------------------------------------
+    def _forget_candidates(self, req: ForgetRequest, scope: ReadScope) -> list[Any]:
+        flt = MemoryFilter(
+            type=req.type.value if req.type else None, tags=req.tags, who=req.who, source_type=req.source_type,
+            project=req.project, since=req.since, until=req.until, scope=scope,
+        )
+        if not (req.ids or req.query or flt.is_narrowing()):
+            raise InvalidRequest("say what to forget: ids, a query, or at least one filter")
+        where, params = flt.sql(self.decay_rate)
+        if req.ids:
+            ids = list(dict.fromkeys(req.ids))
+            marks = ",".join("?" for _ in ids)
+            rows = self.db.read(lambda c: list(c.execute(
+                f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where} ORDER BY m.seq", (*ids, *params))))
+            if req.query:
+                keep = {h.row["id"] for h in self.recaller.recall(req.query, flt, limit=req.limit).hits}
+                rows = [r for r in rows if r["id"] in keep]
+            return rows[: req.limit]
+        if req.query:
+            return [h.row for h in self.recaller.recall(req.query, flt, limit=req.limit).hits]
+        return self.db.read(lambda c: list(c.execute(
+            f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+            (*params, req.limit))))
+
+    @staticmethod
+    def confirm_token(ids: list[str]) -> str:
+        return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:32]
+
+    def forget(
+        self, req: ForgetRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
+    ) -> ForgetResponse:
+        rows = self._forget_candidates(req, scope)
+        ids = [r["id"] for r in rows]
+        token = self.confirm_token(ids)
+        threshold = self.settings.memory.forget_confirm_threshold
+        requires = len(ids) > threshold
+        candidates = [
+            ForgetCandidate(id=r["id"], content=r["content"], type=r["type"], created_at=r["created_at"],
+                            pinned=bool(r["pinned"]), version=int(r["version"]))
+            for r in rows
+        ]
+        if req.mode == "preview":
+            return ForgetResponse(mode="preview", count=len(ids), candidates=candidates, confirm_token=token,
+                                  requires_confirm=requires)
+        if not req.reason:
+            raise InvalidRequest("forget needs a 'reason' in execute mode")
+        if requires or req.confirm_token is not None:
+            if req.confirm_token is None:
+                raise ConfirmationRequired(
+                    f"{len(ids)} memories match (more than {threshold}): preview first and send its confirm_token",
+                    count=len(ids), confirm_token_hint="run with mode=preview",
+                )
+            if req.confirm_token != token:
+                raise ConfirmationRequired(
+                    "the set of matching memories changed since the preview; preview again",
+                    code="confirm_token_mismatch", count=len(ids),
+                )
+        reason = req.reason
+        who = req.changed_by or changed_by
+        deleted = self.db.write(lambda conn: [
+            mid for mid in ids if self._delete_in_tx(conn, mid, reason, who, actor_type, req.force, None) is not None
+        ])
+        return ForgetResponse(mode="execute", count=len(deleted), candidates=candidates, confirm_token=token,
+                              requires_confirm=requires, deleted=deleted, hard_deleted=req.force)
+
+    def delete(
+        self, memory_id: str, *, reason: str, if_version: int | None = None, force: bool = False,
+        changed_by: str = "api", actor_type: str | None = None, scope: ReadScope = UNSCOPED,
+    ) -> DeleteResponse:
+        if not reason.strip():
+            raise InvalidRequest("delete needs a non-empty 'reason'")
+
+        def write(conn: Any) -> int | None:
+            row = self._row(conn, memory_id)
+            if row is None or not scope.allows(row) or (row["is_deleted"] and not force):
+                raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+            if if_version is not None and if_version != row["version"]:
+                raise VersionConflict(
+                    f"memory '{memory_id}' is at version {row['version']}, not {if_version}",
+                    id=memory_id, currentVersion=row["version"],
+                )
+            return self._delete_in_tx(conn, memory_id, reason, changed_by, actor_type, force, row)
+
+        new_version = self.db.write(write)
+        return DeleteResponse(id=memory_id, status="deleted", hard_deleted=force,
+                              newVersion=None if force else new_version)
+
+    def _delete_in_tx(
+        self, conn: Any, memory_id: str, reason: str, changed_by: str, actor_type: str | None, force: bool,
+        row: Any,
+    ) -> int | None:
+        """Soft delete (or hard delete with ``force``); returns the new version, None if skipped."""
+        row = row if row is not None else self._row(conn, memory_id)
+        if row is None or (row["is_deleted"] and not force):
+            return None
+        self.index.remove(memory_id)
+        if force:
+            record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
+                           changed_by=changed_by, reason=reason, actor_type=actor_type,
+                           metadata={"hard": True, "version": row["version"]})
+            conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
+            conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
+            conn.execute(
+                "DELETE FROM embeddings WHERE content_hash = ? AND NOT EXISTS "
+                "(SELECT 1 FROM memories WHERE content_hash = ?)", (row["content_hash"], row["content_hash"]),
+            )
+            return int(row["version"])
+        new_version = int(row["version"]) + 1
+        ts = now_iso()
+        conn.execute(
+            "UPDATE memories SET is_deleted = 1, deleted_at = ?, version = ?, updated_at = ?, updated_by = ? WHERE id = ?",
+            (ts, new_version, ts, changed_by, memory_id),
+        )
+        record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
+                       changed_by=changed_by, reason=reason, actor_type=actor_type,
+                       metadata={"hard": False, "fromVersion": row["version"], "toVersion": new_version})
+        return new_version
+
+    # -- recover ---------------------------------------------------------------------------
+    def recover(
+        self, memory_id: str, req: RecoverRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
+    ) -> RecoverResponse:
+        if self.settings.memory.pipeline.mutations_frozen:
+            raise MutationsFrozen("mutations are frozen (memory.pipelineV2.mutationsFrozen): recovery is disabled")
+        window = timedelta(days=self.settings.retention.tombstone_days)
+
+        def write(conn: Any) -> RecoverResponse:
+            row = self._row(conn, memory_id)
+            if row is None or not scope.allows(row):
+                raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+            if not row["is_deleted"]:
+                raise NotDeleted(f"memory '{memory_id}' is not deleted", id=memory_id, currentVersion=row["version"])
+            deleted_at = datetime.fromisoformat(row["deleted_at"]) if row["deleted_at"] else None
+            if deleted_at is not None and datetime.now(UTC) - deleted_at > window:
+                raise RetentionExpired(
+                    f"memory '{memory_id}' was deleted more than {self.settings.retention.tombstone_days:g} days ago",
+                    id=memory_id, deleted_at=row["deleted_at"],
+                )
+            if req.if_version is not None and req.if_version != row["version"]:
+                raise VersionConflict(
+                    f"memory '{memory_id}' is at version {row['version']}, not {req.if_version}",
+                    id=memory_id, currentVersion=row["version"],
+                )
+            dup = conn.execute(
+                "SELECT id FROM memories WHERE content_hash = ? AND is_deleted = 0", (row["content_hash"],)
+            ).fetchone()
+            if dup is not None:
+                raise Conflict("a live memory already has this content", code="duplicate",
+                               id=memory_id, duplicateMemoryId=dup[0])
+            new_version = int(row["version"]) + 1
+            ts = now_iso()
+            conn.execute(
+                "UPDATE memories SET is_deleted = 0, deleted_at = NULL, version = ?, updated_at = ?, updated_by = ?"
+                " WHERE id = ?", (new_version, ts, req.changed_by or changed_by, memory_id),
+            )
+            record_history(conn, memory_id, "recovered", old_content=None, new_content=row["content"],
+                           changed_by=req.changed_by or changed_by, reason=req.reason, actor_type=actor_type,
+                           metadata={"fromVersion": row["version"], "toVersion": new_version})
+            self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"])
+            return RecoverResponse(id=memory_id, status="recovered", currentVersion=int(row["version"]),
+                                   newVersion=new_version)
+
+        result = self.db.write(write)
+        self.embeddings.notify()
+        return result
+
+    # -- export / status -------------------------------------------------------------------
+    def export_embeddings(
+        self, *, limit: int, offset: int, with_vectors: bool, scope: ReadScope = UNSCOPED
+    ) -> EmbeddingExport:
+        flt = MemoryFilter(scope=scope)
+        where, params = flt.sql(self.decay_rate)
+
+        def read(conn: Any) -> tuple[int, list[Any]]:
+            base = f"FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE {where}"
+            total = conn.execute(f"SELECT COUNT(*) {base}", params).fetchone()[0]
+            rows = list(conn.execute(
+                f"SELECT m.id, m.content, e.content_hash, e.model, e.dimensions, e.vector {base} "
+                "ORDER BY m.seq LIMIT ? OFFSET ?", (*params, limit, offset)))
+            return int(total), rows
+
+        total, rows = self.db.read(read)
+        items = [
+            EmbeddingRecord(
+                memory_id=r["id"], content_hash=r["content_hash"], model=r["model"], dimensions=r["dimensions"],
+                content=r["content"],
+                vector=np.frombuffer(r["vector"], dtype=np.float32).astype(float).tolist() if with_vectors else None,
+            )
+            for r in rows
+        ]
+        return EmbeddingExport(items=items, total=total, limit=limit, offset=offset)
+
+    def counts(self) -> dict[str, int]:
+        def read(conn: Any) -> Any:
+            return conn.execute(
+                "SELECT COUNT(*) AS total, COALESCE(SUM(is_deleted = 0), 0) AS active,"
+                " COALESCE(SUM(is_deleted = 1), 0) AS deleted, COALESCE(SUM(pinned = 1 AND is_deleted = 0), 0) AS pinned,"
+                " COALESCE(SUM(is_deleted = 0 AND embedding_model = ?), 0) AS embedded,"
+                " COALESCE(SUM(is_deleted = 0 AND embedding_model IS NOT NULL AND embedding_model != ?), 0) AS stale"
+                " FROM memories", (self.embeddings.model_key, self.embeddings.model_key),
+            ).fetchone()
+
+        row = self.db.read(read)
+        return {k: int(row[k]) for k in ("total", "active", "deleted", "pinned", "embedded", "stale")}
+
+    def status(self, workspace: str, database: str) -> StatusResponse:
+        c = self.counts()
+        emb = self.embeddings
+        vs = self._vector_state()
+        warnings: list[str] = []
+        if not vs.available:
+            warnings.append(f"VECTOR SEARCH IS OFF: {vs.reason}")
+        if emb.last_batch_error:
+            warnings.append(f"embedding errors: {emb.last_batch_error}")
+        if c["stale"]:
+            warnings.append(f"{c['stale']} memories were embedded with another model; they are being re-embedded")
+        active = c["active"]
+        embedding = EmbeddingStatus(
+            provider=self.settings.embedding.provider, model=self.settings.embedding.model,
+            dimensions=emb.embedder.dimensions if emb.embedder is not None else self.index.dimensions,
+            state=emb.state, error=emb.error, embedded=c["embedded"], total=active,
+            coverage=round(c["embedded"] / active, 4) if active else 1.0,
+            pending=max(active - c["embedded"], 0), stale_model=c["stale"],
+        )
+        return StatusResponse(
+            status="ok" if vs.available else "degraded", version=__version__, pid=os.getpid(),
+            uptime_s=round(time.time() - self.started, 3), workspace=workspace, database=database,
+            memories={k: c[k] for k in ("total", "active", "deleted", "pinned")},
+            embedding=embedding, vector_search=vs, warnings=warnings,
+        )

@@ -1,0 +1,403 @@
+"""Pydantic models shared by the HTTP API, the SDK, the MCP tools and the CLI.
+
+One place for the API's shape: the OpenAPI schema, the SDK's return types and the MCP tool
+schemas are all derived from these classes.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import StrEnum
+from typing import Annotated, Any, Literal
+
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+
+MAX_CONTENT_CHARS = 100_000
+MAX_QUERY_CHARS = 10_000
+MAX_BATCH = 1_000
+
+
+class MemoryType(StrEnum):
+    """What kind of knowledge a memory holds (spec 004, Memory Types)."""
+
+    FACT = "fact"
+    PREFERENCE = "preference"
+    DECISION = "decision"
+    PROCEDURAL = "procedural"
+    SEMANTIC = "semantic"
+    RULE = "rule"
+    LEARNING = "learning"
+    ISSUE = "issue"
+    EPISODIC = "episodic"
+
+
+class Visibility(StrEnum):
+    GLOBAL = "global"
+    PRIVATE = "private"
+    ARCHIVED = "archived"
+
+
+def _clean_tags(tags: list[str] | None) -> list[str] | None:
+    if tags is None:
+        return None
+    out: list[str] = []
+    for tag in tags:
+        t = tag.strip()
+        if t and t not in out:
+            out.append(t)
+    return out
+
+
+Tag = Annotated[str, Field(min_length=1, max_length=100)]
+Tags = Annotated[list[Tag] | None, Field(max_length=50), AfterValidator(_clean_tags)]
+ShortText = Annotated[str, Field(max_length=200)]
+Importance = Annotated[float, Field(ge=0.0, le=1.0)]
+
+
+class StrictModel(BaseModel):
+    """Request bodies reject unknown fields, so a typo is an error, not a silent no-op."""
+
+    model_config = ConfigDict(extra="forbid", str_max_length=MAX_CONTENT_CHARS)
+
+
+def _not_blank(value: str) -> str:
+    if not value.strip():
+        raise ValueError("must not be empty or whitespace")
+    return value
+
+
+Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_not_blank)]
+
+
+# --- remember -----------------------------------------------------------------------------
+
+
+class RememberRequest(StrictModel):
+    content: Content = Field(description="What to remember. Prefixes `critical:` and `[a,b]:` are honoured.")
+    type: MemoryType | None = Field(None, description="Inferred from the content when omitted.")
+    importance: Importance | None = Field(None, description="0..1; explicit saves default to 0.8.")
+    tags: Tags = None
+    who: ShortText | None = Field(None, description="Who or what said it (harness, person).")
+    why: Annotated[str, Field(max_length=2000)] | None = None
+    project: ShortText | None = None
+    pinned: bool | None = None
+    source_type: ShortText | None = None
+    source_id: ShortText | None = None
+    created_at: datetime | None = Field(None, description="Original time, for importers.")
+    agent_id: ShortText | None = None
+    visibility: Visibility | None = None
+
+
+class RememberResponse(BaseModel):
+    id: str
+    deduped: bool
+    type: MemoryType
+    tags: list[str]
+    pinned: bool
+    importance: float
+    content: str
+    created_at: str
+    embedding: Literal["pending", "ready", "unavailable"] = Field(
+        description="`pending`: the vector is being computed in the background."
+    )
+
+
+class RememberBatchRequest(StrictModel):
+    items: Annotated[list[RememberRequest], Field(min_length=1, max_length=MAX_BATCH)]
+
+
+class RememberBatchResponse(BaseModel):
+    results: list[RememberResponse]
+    created: int
+    deduped: int
+
+
+# --- recall -------------------------------------------------------------------------------
+
+
+class RecallFilters(StrictModel):
+    type: MemoryType | None = None
+    tags: Tags = None
+    who: ShortText | None = None
+    pinned: bool | None = None
+    importance_min: Importance | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    project: ShortText | None = None
+    agent_id: ShortText | None = None
+
+
+class RecallRequest(RecallFilters):
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = Field(
+        description="Any text. Quotes, operators and unicode are treated as plain words."
+    )
+    limit: Annotated[int, Field(ge=1, le=200)] = 10
+    alpha: Importance | None = Field(None, description="Vector weight (default from config).")
+    min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
+    track_access: bool = Field(True, description="Record the access (resets decay).")
+
+
+class RecallResult(BaseModel):
+    id: str
+    content: str
+    score: float
+    source: Literal["hybrid", "fts", "vector"]
+    type: str
+    tags: list[str]
+    importance: float
+    pinned: bool
+    created_at: str
+    project: str | None
+    who: str | None
+    source_type: str | None = None
+    source_id: str | None = None
+    fts_score: float | None = None
+    vector_score: float | None = None
+
+
+class VectorSearchState(BaseModel):
+    available: bool
+    reason: str | None = None
+    provider: str | None = None
+    model: str | None = None
+
+
+class RecallResponse(BaseModel):
+    query: str
+    results: list[RecallResult]
+    count: int
+    method: Literal["hybrid", "fts"]
+    vector_search: VectorSearchState
+    took_ms: float
+
+
+# --- records ------------------------------------------------------------------------------
+
+
+class Memory(BaseModel):
+    id: str
+    content: str
+    type: str
+    importance: float
+    effective_importance: float = Field(description="importance after decay (pinned never decays)")
+    tags: list[str]
+    who: str | None
+    why: str | None
+    project: str | None
+    pinned: bool
+    source_type: str | None
+    source_id: str | None
+    confidence: float | None
+    created_at: str
+    updated_at: str
+    updated_by: str | None
+    last_accessed: str | None
+    access_count: int
+    version: int
+    is_deleted: bool
+    deleted_at: str | None
+    content_hash: str
+    embedding_model: str | None
+    extraction_status: str | None
+    agent_id: str
+    visibility: str
+
+
+class MemoryList(BaseModel):
+    items: list[Memory]
+    total: int
+    limit: int
+    offset: int
+
+
+class HistoryEvent(BaseModel):
+    id: str
+    memory_id: str
+    event: str
+    old_content: str | None
+    new_content: str | None
+    changed_by: str | None
+    reason: str | None
+    metadata: dict[str, Any] | None
+    actor_type: str | None
+    created_at: str
+
+
+class HistoryResponse(BaseModel):
+    memory_id: str
+    events: list[HistoryEvent]
+
+
+# --- modify -------------------------------------------------------------------------------
+
+Reason = Annotated[str, Field(min_length=1, max_length=2000), AfterValidator(_not_blank)]
+
+
+class MemoryPatchFields(StrictModel):
+    content: Content | None = None
+    type: MemoryType | None = None
+    importance: Importance | None = None
+    tags: Tags = None
+    pinned: bool | None = None
+    who: ShortText | None = None
+    why: Annotated[str, Field(max_length=2000)] | None = None
+    project: ShortText | None = None
+
+
+class ModifyPatch(MemoryPatchFields):
+    id: Annotated[str, Field(min_length=1, max_length=200)]
+    reason: Reason | None = None
+    if_version: Annotated[int, Field(ge=1)] | None = None
+
+
+class ModifyRequest(StrictModel):
+    patches: Annotated[list[ModifyPatch], Field(min_length=1, max_length=100)]
+    reason: Reason | None = Field(None, description="Default reason for patches that carry none.")
+    changed_by: ShortText | None = None
+
+
+class PatchMemoryRequest(MemoryPatchFields):
+    reason: Reason
+    if_version: Annotated[int, Field(ge=1)] | None = None
+    changed_by: ShortText | None = None
+
+
+ModifyStatus = Literal["updated", "unchanged", "not_found", "version_conflict", "duplicate", "deleted"]
+
+
+class ModifyResult(BaseModel):
+    id: str
+    status: ModifyStatus
+    currentVersion: int | None = None
+    newVersion: int | None = None
+    contentChanged: bool = False
+    embedded: bool = False
+    duplicateMemoryId: str | None = None
+    error: str | None = None
+
+
+class ModifyResponse(BaseModel):
+    results: list[ModifyResult]
+    updated: int
+
+
+# --- forget / recover ---------------------------------------------------------------------
+
+
+class ForgetRequest(StrictModel):
+    mode: Literal["preview", "execute"] = "preview"
+    ids: Annotated[list[Annotated[str, Field(min_length=1, max_length=200)]], Field(max_length=MAX_BATCH)] | None = None
+    query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] | None = None
+    type: MemoryType | None = None
+    tags: Tags = None
+    who: ShortText | None = None
+    source_type: ShortText | None = None
+    project: ShortText | None = None
+    since: datetime | None = None
+    until: datetime | None = None
+    limit: Annotated[int, Field(ge=1, le=MAX_BATCH)] = 100
+    reason: Reason | None = None
+    force: bool = Field(False, description="Hard delete instead of a recoverable soft delete.")
+    confirm_token: Annotated[str, Field(max_length=200)] | None = None
+    changed_by: ShortText | None = None
+
+    @field_validator("query")
+    @classmethod
+    def _query_not_blank(cls, v: str | None) -> str | None:
+        return v if v is None or v.strip() else None
+
+
+class ForgetCandidate(BaseModel):
+    id: str
+    content: str
+    type: str
+    created_at: str
+    pinned: bool
+    version: int
+
+
+class ForgetResponse(BaseModel):
+    mode: Literal["preview", "execute"]
+    count: int
+    candidates: list[ForgetCandidate]
+    confirm_token: str
+    requires_confirm: bool
+    deleted: list[str] = Field(default_factory=list)
+    hard_deleted: bool = False
+
+
+class RecoverRequest(StrictModel):
+    reason: Reason
+    if_version: Annotated[int, Field(ge=1)] | None = None
+    changed_by: ShortText | None = None
+
+
+class RecoverResponse(BaseModel):
+    id: str
+    status: Literal["recovered"]
+    currentVersion: int
+    newVersion: int
+
+
+class DeleteResponse(BaseModel):
+    id: str
+    status: Literal["deleted"]
+    hard_deleted: bool
+    newVersion: int | None
+
+
+# --- status -------------------------------------------------------------------------------
+
+
+class HealthResponse(BaseModel):
+    status: Literal["ok"]
+    version: str
+    pid: int
+    uptime_s: float
+
+
+class EmbeddingStatus(BaseModel):
+    provider: str
+    model: str
+    dimensions: int | None
+    state: Literal["loading", "ready", "unavailable", "disabled"]
+    error: str | None
+    embedded: int
+    total: int
+    coverage: float
+    pending: int
+    stale_model: int = Field(description="memories embedded with a model other than the configured one")
+
+
+class StatusResponse(BaseModel):
+    status: Literal["ok", "degraded"]
+    version: str
+    pid: int
+    uptime_s: float
+    workspace: str
+    database: str
+    memories: dict[str, int]
+    embedding: EmbeddingStatus
+    vector_search: VectorSearchState
+    warnings: list[str]
+
+
+class EmbeddingRecord(BaseModel):
+    memory_id: str
+    content_hash: str
+    model: str | None
+    dimensions: int
+    content: str
+    vector: list[float] | None = None
+
+
+class EmbeddingExport(BaseModel):
+    items: list[EmbeddingRecord]
+    total: int
+    limit: int
+    offset: int
+
+
+class ErrorResponse(BaseModel):
+    error: str
+    code: str

@@ -1,0 +1,49 @@
+"""FTS5 keyword search that never raises on user text.
+
+User text is never passed to ``MATCH`` as FTS syntax: it is split into word tokens, common
+words are dropped (an OR over common words scans most of the index: ~100 ms at 100k rows
+instead of ~0.3 ms), and each remaining token is quoted, so quotes, ``AND``/``NEAR``,
+column filters, ``*`` and unicode are all plain words.
+"""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"\w+", re.UNICODE)
+
+# Function words that carry no topic; kept short on purpose so names and content words stay.
+STOPWORDS = frozenset(
+    ["a", "about", "above", "after", "again", "against", "all", "am", "an", "and", "any", "are", "as", "at", "be", "because", "been", "before", "being", "below", "between", "both", "but", "by", "can", "could", "did", "do", "does", "doing", "down", "during", "each", "few", "for", "from", "further", "had", "has", "have", "having", "he", "her", "here", "hers", "herself", "him", "himself", "his", "how", "i", "if", "in", "into", "is", "it", "its", "itself", "just", "me", "more", "most", "my", "myself", "no", "nor", "not", "now", "of", "off", "on", "once", "only", "or", "other", "our", "ours", "ourselves", "out", "over", "own", "same", "she", "should", "so", "some", "such", "than", "that", "the", "their", "theirs", "them", "themselves", "then", "there", "these", "they", "this", "those", "through", "to", "too", "under", "until", "up", "very", "was", "we", "were", "what", "when", "where", "which", "while", "who", "whom", "why", "will", "with", "would", "you", "your", "yours", "yourself", "yourselves", "s", "t", "d", "ll", "m", "re", "ve", "y", "did", "does", "doing", "get", "got", "gets", "let", "lets", "also", "ever", "much", "many", "really", "like"]
+)
+
+MAX_TERMS = 16
+
+
+def query_terms(text: str) -> list[str]:
+    """Distinct lowercase content words of ``text``, in order of appearance."""
+    seen: dict[str, None] = {}
+    for tok in _WORD.findall(text.lower()):
+        tok = tok.strip("_")
+        if not tok or tok in STOPWORDS or tok in seen:
+            continue
+        if len(tok) == 1 and not tok.isdigit():
+            continue
+        seen[tok] = None
+    terms = list(seen)
+    if not terms:
+        # A query made only of stopwords still deserves an answer ("who am i").
+        terms = list(dict.fromkeys(t for t in _WORD.findall(text.lower()) if t.strip("_")))
+    # Prefer longer tokens when pruning: they are rarer, and rare terms are cheap to match.
+    if len(terms) > MAX_TERMS:
+        keep = set(sorted(terms, key=len, reverse=True)[:MAX_TERMS])
+        terms = [t for t in terms if t in keep]
+    return terms
+
+
+def match_expression(text: str) -> str | None:
+    """The FTS5 MATCH expression for free text, or None when nothing searchable remains."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)

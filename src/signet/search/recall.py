@@ -1,0 +1,195 @@
+"""Hybrid recall: FTS5 BM25 and vector cosine, fused, filtered and ranked.
+
+This is the one recall path: the HTTP API, hooks, CLI, MCP, the pipeline's decision
+engine and the benchmarks all call :meth:`Recaller.recall`.
+
+Scoring. Both legs draw a deep candidate pool (``search.top_k``). Every candidate in the
+union is scored on *both* legs (a keyword-only hit still gets its cosine from the index),
+so one leg cannot drown the other by default:
+
+    score = alpha * max(cosine, 0) + (1 - alpha) * bm25_norm
+
+where ``bm25_norm = |bm25| / max |bm25|`` over the pool. (The spec's ``1 / (1 + |bm25|)``
+is inverted: it gives the *best* keyword match the *lowest* score; see docs/recall.md.)
+When vectors are unavailable the response says so and ``method`` is ``fts``.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+from signet.config import Settings
+from signet.embedding.service import EmbeddingService
+from signet.memory.filters import MemoryFilter
+from signet.memory.records import load_tags
+from signet.search.fts import match_expression
+from signet.search.vectors import VectorIndex
+from signet.store.database import Database
+
+
+@dataclass
+class Candidate:
+    memory_id: str
+    fts_raw: float | None = None
+    vector: float | None = None
+    in_fts_pool: bool = False
+    in_vector_pool: bool = False
+    score: float = 0.0
+
+
+@dataclass
+class RecallHit:
+    row: Any
+    score: float
+    source: str
+    fts_score: float | None
+    vector_score: float | None
+
+
+@dataclass
+class RecallOutcome:
+    hits: list[RecallHit]
+    method: str
+    vector_available: bool
+    vector_reason: str | None
+    took_ms: float
+
+
+class Recaller:
+    def __init__(self, db: Database, settings: Settings, index: VectorIndex, embeddings: EmbeddingService) -> None:
+        self.db = db
+        self.settings = settings
+        self.index = index
+        self.embeddings = embeddings
+
+    def vector_state(self) -> tuple[bool, str | None]:
+        emb = self.embeddings
+        if emb.state == "ready":
+            return True, None
+        if emb.state == "loading":
+            return False, "the embedding model is still loading; keyword results only for now"
+        if emb.state == "disabled":
+            return False, "embedding provider is 'none': vector search is off"
+        return False, f"embedding provider unavailable: {emb.error}"
+
+    def recall(
+        self,
+        query: str,
+        flt: MemoryFilter,
+        *,
+        limit: int,
+        alpha: float | None = None,
+        min_score: float | None = None,
+    ) -> RecallOutcome:
+        started = time.perf_counter()
+        cfg = self.settings.search
+        alpha = cfg.alpha if alpha is None else alpha
+        min_score = cfg.min_score if min_score is None else min_score
+        pool = max(cfg.top_k, limit)
+        where, params = flt.sql(self.settings.memory.decay_rate)
+
+        candidates: dict[str, Candidate] = {}
+        match = match_expression(query)
+        if match is not None:
+            for mid, raw in self.db.read(lambda c: self._fts(c, match, where, params, pool)):
+                candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
+
+        vec_ok, reason = self.vector_state()
+        qvec = self.embeddings.embed_query(query) if vec_ok and query.strip() else None
+        if qvec is not None:
+            for mid, sim in self._vector_pool(qvec, flt, where, params, pool):
+                cand = candidates.setdefault(mid, Candidate(mid))
+                cand.vector = sim
+                cand.in_vector_pool = True
+            missing = [c.memory_id for c in candidates.values() if c.vector is None]
+            for mid, sim in self.index.scores_for(qvec, missing).items():
+                candidates[mid].vector = sim
+        use_vectors = qvec is not None
+        eff_alpha = alpha if use_vectors else 0.0
+
+        max_fts = max((abs(c.fts_raw) for c in candidates.values() if c.fts_raw is not None), default=0.0)
+        for c in candidates.values():
+            f = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else 0.0
+            v = max(c.vector or 0.0, 0.0)
+            c.score = eff_alpha * v + (1.0 - eff_alpha) * f
+        ranked = sorted(
+            (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
+        )[:limit]
+        rows = self._rows([c.memory_id for c in ranked])
+        hits: list[RecallHit] = []
+        for c in ranked:
+            row = rows.get(c.memory_id)
+            if row is None:
+                continue
+            source = "hybrid" if c.in_fts_pool and c.in_vector_pool else ("fts" if c.in_fts_pool else "vector")
+            fts_norm = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else None
+            hits.append(RecallHit(row, round(c.score, 6), source, fts_norm, c.vector))
+        return RecallOutcome(
+            hits=hits,
+            method="hybrid" if use_vectors else "fts",
+            vector_available=vec_ok,
+            vector_reason=reason,
+            took_ms=(time.perf_counter() - started) * 1000,
+        )
+
+    @staticmethod
+    def _fts(conn: Any, match: str, where: str, params: list[Any], pool: int) -> list[tuple[str, float]]:
+        sql = (
+            "SELECT m.id, bm25(memories_fts) AS r FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            f"WHERE memories_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
+        )
+        return [(row[0], float(row[1])) for row in conn.execute(sql, (match, *params, pool))]
+
+    def _vector_pool(
+        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int
+    ) -> list[tuple[str, float]]:
+        """Top vector hits that pass the filters; widens the pool when filters reject many."""
+        project = flt.project if flt.project is not None else flt.scope.project
+        k = pool
+        total = len(self.index)
+        while True:
+            hits = self.index.search(qvec, k, project=project)
+            if not hits:
+                return []
+            ids = [h.memory_id for h in hits]
+            allowed = self.db.read(lambda c, ids=ids: self._allowed(c, ids, where, params))  # type: ignore[misc]
+            kept = [(h.memory_id, h.score) for h in hits if h.memory_id in allowed]
+            if len(kept) >= pool or len(hits) < k or k >= total:
+                return kept[:pool]
+            k *= 4
+
+    @staticmethod
+    def _allowed(conn: Any, ids: list[str], where: str, params: list[Any]) -> set[str]:
+        out: set[str] = set()
+        for i in range(0, len(ids), 500):
+            chunk = ids[i : i + 500]
+            marks = ",".join("?" for _ in chunk)
+            sql = f"SELECT m.id FROM memories m WHERE m.id IN ({marks}) AND {where}"
+            out.update(r[0] for r in conn.execute(sql, (*chunk, *params)))
+        return out
+
+    def _rows(self, ids: list[str]) -> dict[str, Any]:
+        if not ids:
+            return {}
+        marks = ",".join("?" for _ in ids)
+        rows = self.db.read(lambda c: list(c.execute(f"SELECT * FROM memories m WHERE m.id IN ({marks})", ids)))
+        return {r["id"]: r for r in rows}
+
+
+def result_fields(row: Any) -> dict[str, Any]:
+    """The memory fields a recall result carries."""
+    return {
+        "id": row["id"],
+        "content": row["content"],
+        "type": row["type"],
+        "tags": load_tags(row["tags"]),
+        "importance": float(row["importance"]),
+        "pinned": bool(row["pinned"]),
+        "created_at": row["created_at"],
+        "project": row["project"],
+        "who": row["who"],
+        "source_type": row["source_type"],
+        "source_id": row["source_id"],
+    }

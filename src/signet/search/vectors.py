@@ -1,0 +1,161 @@
+"""An in-memory vector index over numpy: exact cosine top-k, no SQLite extension needed.
+
+Brute force over a contiguous float32 matrix is ~8 ms for 100k x 384 here, faster than
+sqlite-vec, and it always works. Rows are keyed by memory id; each row also carries a
+project code so the common "this project only" filter is applied before the top-k, not
+after (a post-filter would starve small projects).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+import numpy.typing as npt
+
+from signet.embedding.base import Vectors
+
+_NO_PROJECT = -1
+
+
+@dataclass(frozen=True)
+class VectorHit:
+    memory_id: str
+    score: float
+
+
+class VectorIndex:
+    def __init__(self, dimensions: int | None = None) -> None:
+        self.dimensions = dimensions
+        self._lock = threading.RLock()
+        self._matrix: Vectors = np.zeros((0, dimensions or 0), dtype=np.float32)
+        self._projects: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
+        self._live: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._ids: list[str] = []
+        self._row_of: dict[str, int] = {}
+        self._project_codes: dict[str, int] = {}
+        self._size = 0
+
+    def __len__(self) -> int:
+        with self._lock:
+            return int(self._live[: self._size].sum())
+
+    def __contains__(self, memory_id: object) -> bool:
+        with self._lock:
+            row = self._row_of.get(str(memory_id))
+            return row is not None and bool(self._live[row])
+
+    def _code(self, project: str | None) -> int:
+        if project is None:
+            return _NO_PROJECT
+        code = self._project_codes.get(project)
+        if code is None:
+            code = len(self._project_codes)
+            self._project_codes[project] = code
+        return code
+
+    def _grow(self, need: int) -> None:
+        cap = self._matrix.shape[0]
+        if need <= cap:
+            return
+        new_cap = max(need, cap * 2, 1024)
+        dims = self.dimensions or 0
+        m = np.zeros((new_cap, dims), dtype=np.float32)
+        m[: self._size] = self._matrix[: self._size]
+        p = np.full(new_cap, _NO_PROJECT, dtype=np.int32)
+        p[: self._size] = self._projects[: self._size]
+        live = np.zeros(new_cap, dtype=bool)
+        live[: self._size] = self._live[: self._size]
+        self._matrix, self._projects, self._live = m, p, live
+
+    def upsert_many(self, ids: list[str], vectors: Vectors, projects: list[str | None]) -> None:
+        if len(ids) == 0:
+            return
+        with self._lock:
+            if self.dimensions is None or (self._size == 0 and self.dimensions != vectors.shape[1]):
+                self.dimensions = int(vectors.shape[1])
+                self._matrix = np.zeros((0, self.dimensions), dtype=np.float32)
+                self._projects = np.zeros(0, dtype=np.int32)
+                self._live = np.zeros(0, dtype=bool)
+            if vectors.shape[1] != self.dimensions:
+                raise ValueError(f"vector has {vectors.shape[1]} dimensions, index has {self.dimensions}")
+            for mid, vec, proj in zip(ids, vectors, projects, strict=True):
+                row = self._row_of.get(mid)
+                if row is None:
+                    self._grow(self._size + 1)
+                    row = self._size
+                    self._size += 1
+                    self._ids.append(mid)
+                    self._row_of[mid] = row
+                self._matrix[row] = vec
+                self._projects[row] = self._code(proj)
+                self._live[row] = True
+
+    def upsert(self, memory_id: str, vector: Vectors, project: str | None) -> None:
+        self.upsert_many([memory_id], vector.reshape(1, -1), [project])
+
+    def remove(self, memory_id: str) -> None:
+        with self._lock:
+            row = self._row_of.get(memory_id)
+            if row is not None:
+                self._live[row] = False
+
+    def set_project(self, memory_id: str, project: str | None) -> None:
+        with self._lock:
+            row = self._row_of.get(memory_id)
+            if row is not None:
+                self._projects[row] = self._code(project)
+
+    def vector_of(self, memory_id: str) -> Vectors | None:
+        with self._lock:
+            row = self._row_of.get(memory_id)
+            if row is None or not self._live[row]:
+                return None
+            vec: Vectors = self._matrix[row].copy()
+            return vec
+
+    def scores_for(self, query: Vectors, memory_ids: list[str]) -> dict[str, float]:
+        """Cosine of the query against specific memories (those without a vector are left out)."""
+        with self._lock:
+            rows = [(mid, self._row_of.get(mid)) for mid in memory_ids]
+            present = [(mid, r) for mid, r in rows if r is not None and self._live[r]]
+            if not present:
+                return {}
+            idx = np.fromiter((r for _, r in present), dtype=np.int64)
+            sims = self._matrix[idx] @ query
+            return {mid: float(s) for (mid, _), s in zip(present, sims, strict=True)}
+
+    def search(
+        self,
+        query: Vectors,
+        k: int,
+        *,
+        project: str | None = None,
+        exclude: set[str] | None = None,
+    ) -> list[VectorHit]:
+        """Top-k live rows by cosine similarity (vectors are unit length)."""
+        with self._lock:
+            n = self._size
+            if n == 0 or k <= 0 or self.dimensions is None or query.shape[-1] != self.dimensions:
+                return []
+            sims = self._matrix[:n] @ query
+            mask = self._live[:n].copy()
+            if project is not None:
+                code = self._project_codes.get(project)
+                if code is None:
+                    return []
+                mask &= self._projects[:n] == code
+            if exclude:
+                for mid in exclude:
+                    r = self._row_of.get(mid)
+                    if r is not None:
+                        mask[r] = False
+            candidates = np.flatnonzero(mask)
+            if candidates.size == 0:
+                return []
+            sub = sims[candidates]
+            take = min(k, sub.size)
+            top = np.argpartition(-sub, take - 1)[:take]
+            top = top[np.argsort(-sub[top], kind="stable")]
+            return [VectorHit(self._ids[int(candidates[i])], float(sub[i])) for i in top]

@@ -1,0 +1,1 @@
+"""Persistence: one writer thread, reads on their own connections, numbered migrations."""

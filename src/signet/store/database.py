@@ -1,0 +1,200 @@
+"""One writer thread, many readers.
+
+SQLite allows one writer at a time. Instead of letting API handlers, the embedding worker
+and the pipeline race for the write lock (and see ``database is locked``), every write is a
+function handed to a single writer thread that owns the only write connection. Writes that
+arrive together are committed together (group commit), each inside its own SAVEPOINT so a
+failing write rolls back alone and raises in its caller. Reads run on per-thread
+connections in WAL mode and never wait for the writer.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, TypeVar
+
+from signet.memory.decay import sql_decay
+from signet.store.migrations import migrate
+from signet.store.sqlite import sqlite3
+
+log = logging.getLogger(__name__)
+
+T = TypeVar("T")
+WriteFn = Callable[[Any], Any]
+
+_GROUP_MAX = 64
+
+
+def connect(path: Path, *, readonly: bool = False) -> Any:
+    """Open a connection with the pragmas every Signet connection uses."""
+    conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False, timeout=30.0)
+    conn.row_factory = sqlite3.Row
+    conn.execute("PRAGMA busy_timeout = 30000")
+    conn.execute("PRAGMA foreign_keys = ON")
+    conn.execute("PRAGMA temp_store = MEMORY")
+    conn.execute("PRAGMA cache_size = -32000")
+    conn.create_function("signet_decay", 4, sql_decay)
+    if readonly:
+        conn.execute("PRAGMA query_only = ON")
+    else:
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+    return conn
+
+
+class Database:
+    """The database file, its writer thread and its reader connections."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._queue: queue.Queue[tuple[WriteFn, Future[Any]] | None] = queue.Queue()
+        self._writer: threading.Thread | None = None
+        self._write_conn: Any = None
+        self._local = threading.local()
+        self._readers: list[Any] = []
+        self._readers_lock = threading.Lock()
+        self._closed = False
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def open(self) -> Database:
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self._write_conn = connect(self.path)
+        migrate(self._write_conn)
+        self._writer = threading.Thread(target=self._run_writer, name="signet-db-writer", daemon=True)
+        self._writer.start()
+        return self
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(timeout=30)
+        if self._write_conn is not None:
+            try:
+                self._write_conn.execute("PRAGMA optimize")
+            except sqlite3.Error as exc:
+                log.debug("PRAGMA optimize failed on close: %s", exc)
+            self._write_conn.close()
+        with self._readers_lock:
+            for conn in self._readers:
+                conn.close()
+            self._readers.clear()
+
+    def __enter__(self) -> Database:
+        return self.open()
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- writes ----------------------------------------------------------------------------
+    def write(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` in a write transaction on the writer thread and return its result.
+
+        Called from the writer thread itself (a write that triggers another), it runs inline
+        inside the current transaction.
+        """
+        if threading.current_thread() is self._writer:
+            return fn(self._write_conn)
+        if self._closed or self._writer is None:
+            raise RuntimeError("database is closed")
+        fut: Future[T] = Future()
+        self._queue.put((fn, fut))
+        return fut.result()
+
+    def submit(self, fn: WriteFn) -> Future[Any]:
+        """Queue a write without waiting for it (access tracking on recall)."""
+        fut: Future[Any] = Future()
+        if self._closed or self._writer is None:
+            fut.set_exception(RuntimeError("database is closed"))
+            return fut
+        self._queue.put((fn, fut))
+        return fut
+
+    def _run_writer(self) -> None:
+        conn = self._write_conn
+        while True:
+            item = self._queue.get()
+            if item is None:
+                return
+            batch = [item]
+            stop = False
+            while len(batch) < _GROUP_MAX:
+                try:
+                    nxt = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if nxt is None:
+                    stop = True
+                    break
+                batch.append(nxt)
+            self._commit_group(conn, batch)
+            if stop:
+                return
+
+    @staticmethod
+    def _commit_group(conn: Any, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
+        outcomes: list[tuple[Future[Any], bool, Any]] = []
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+        except sqlite3.Error as exc:
+            for _, fut in batch:
+                fut.set_exception(exc)
+            return
+        for i, (fn, fut) in enumerate(batch):
+            sp = f"w{i}"
+            conn.execute(f"SAVEPOINT {sp}")
+            try:
+                result = fn(conn)
+            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
+                conn.execute(f"ROLLBACK TO {sp}")
+                conn.execute(f"RELEASE {sp}")
+                outcomes.append((fut, False, exc))
+                continue
+            conn.execute(f"RELEASE {sp}")
+            outcomes.append((fut, True, result))
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            for fut, _, _ in outcomes:
+                fut.set_exception(exc)
+            return
+        for fut, ok, value in outcomes:
+            if ok:
+                fut.set_result(value)
+            else:
+                fut.set_exception(value)
+
+    # -- reads -----------------------------------------------------------------------------
+    def reader(self) -> Any:
+        """This thread's read connection (opened on first use)."""
+        conn = getattr(self._local, "conn", None)
+        if conn is None:
+            if self._closed:
+                raise RuntimeError("database is closed")
+            conn = connect(self.path, readonly=True)
+            self._local.conn = conn
+            with self._readers_lock:
+                self._readers.append(conn)
+        return conn
+
+    def read(self, fn: Callable[[Any], T]) -> T:
+        """Run ``fn(conn)`` on this thread's reader inside one consistent read snapshot."""
+        conn = self.reader()
+        conn.execute("BEGIN")
+        try:
+            return fn(conn)
+        finally:
+            conn.execute("COMMIT")
+
+    def integrity_check(self) -> str:
+        row = self.reader().execute("PRAGMA integrity_check").fetchone()
+        return str(row[0])

@@ -1,0 +1,309 @@
+"""Numbered, append-only schema migrations.
+
+Each migration is a block of SQL applied in one transaction and recorded in
+``schema_migrations`` with a checksum of its text (duration goes to
+``schema_migrations_audit``). An applied migration whose text later changes is an error:
+fix forward with a new migration instead. Any migration not yet recorded is applied, in
+version order, so the runner is safe to call on every start.
+
+Numbers are reserved per area so parallel work never collides:
+1 core, 2 auth + agents, 3 pipeline, 4 harness/hooks, 5 MCP feedback, 6 recall quality.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import time
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import Any
+
+from signet.store.sqlite import sqlite3
+
+
+@dataclass(frozen=True)
+class Migration:
+    version: int
+    name: str
+    sql: str
+
+    @property
+    def checksum(self) -> str:
+        return hashlib.sha256(self.sql.strip().encode("utf-8")).hexdigest()
+
+
+CORE_SCHEMA = """
+CREATE TABLE IF NOT EXISTS memories (
+    seq INTEGER PRIMARY KEY AUTOINCREMENT,
+    id TEXT NOT NULL UNIQUE,
+    type TEXT NOT NULL DEFAULT 'fact',
+    category TEXT,
+    content TEXT NOT NULL,
+    confidence REAL DEFAULT 1.0,
+    importance REAL NOT NULL DEFAULT 0.5,
+    source_id TEXT,
+    source_type TEXT,
+    tags TEXT NOT NULL DEFAULT '[]',
+    who TEXT,
+    why TEXT,
+    project TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    updated_by TEXT NOT NULL DEFAULT 'api',
+    last_accessed TEXT,
+    access_count INTEGER NOT NULL DEFAULT 0,
+    vector_clock TEXT NOT NULL DEFAULT '{}',
+    version INTEGER NOT NULL DEFAULT 1,
+    manual_override INTEGER NOT NULL DEFAULT 0,
+    pinned INTEGER NOT NULL DEFAULT 0,
+    content_hash TEXT NOT NULL,
+    normalized_content TEXT NOT NULL,
+    is_deleted INTEGER NOT NULL DEFAULT 0,
+    deleted_at TEXT,
+    extraction_status TEXT NOT NULL DEFAULT 'none',
+    embedding_model TEXT,
+    extraction_model TEXT,
+    update_count INTEGER NOT NULL DEFAULT 0,
+    agent_id TEXT NOT NULL DEFAULT 'default',
+    visibility TEXT NOT NULL DEFAULT 'global'
+);
+CREATE UNIQUE INDEX IF NOT EXISTS idx_memories_content_hash_unique
+    ON memories(content_hash) WHERE content_hash IS NOT NULL AND is_deleted = 0;
+CREATE INDEX IF NOT EXISTS idx_memories_project ON memories(project, is_deleted);
+CREATE INDEX IF NOT EXISTS idx_memories_created ON memories(created_at);
+CREATE INDEX IF NOT EXISTS idx_memories_type ON memories(type);
+CREATE INDEX IF NOT EXISTS idx_memories_deleted ON memories(is_deleted, deleted_at);
+CREATE INDEX IF NOT EXISTS idx_memories_agent ON memories(agent_id, visibility);
+CREATE INDEX IF NOT EXISTS idx_memories_hash ON memories(content_hash);
+
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_fts USING fts5(
+    content, content='memories', content_rowid='seq', tokenize='unicode61'
+);
+CREATE TRIGGER IF NOT EXISTS memories_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ad AFTER DELETE ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+END;
+CREATE TRIGGER IF NOT EXISTS memories_au AFTER UPDATE OF content ON memories BEGIN
+    INSERT INTO memories_fts(memories_fts, rowid, content) VALUES ('delete', old.seq, old.content);
+    INSERT INTO memories_fts(rowid, content) VALUES (new.seq, new.content);
+END;
+
+CREATE TABLE IF NOT EXISTS embeddings (
+    id TEXT PRIMARY KEY,
+    content_hash TEXT NOT NULL UNIQUE,
+    vector BLOB NOT NULL,
+    dimensions INTEGER NOT NULL,
+    source_type TEXT NOT NULL DEFAULT 'memory',
+    source_id TEXT NOT NULL,
+    chunk_text TEXT NOT NULL,
+    provider TEXT,
+    model TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_embeddings_source ON embeddings(source_id);
+
+CREATE TABLE IF NOT EXISTS memory_history (
+    id TEXT PRIMARY KEY,
+    memory_id TEXT NOT NULL,
+    event TEXT NOT NULL,
+    old_content TEXT,
+    new_content TEXT,
+    changed_by TEXT,
+    reason TEXT,
+    metadata TEXT,
+    actor_type TEXT,
+    session_id TEXT,
+    request_id TEXT,
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_history_memory ON memory_history(memory_id, created_at);
+CREATE INDEX IF NOT EXISTS idx_history_created ON memory_history(created_at);
+
+CREATE TABLE IF NOT EXISTS memory_jobs (
+    id TEXT PRIMARY KEY,
+    memory_id TEXT,
+    job_type TEXT NOT NULL,
+    status TEXT NOT NULL DEFAULT 'pending',
+    payload TEXT,
+    result TEXT,
+    attempts INTEGER NOT NULL DEFAULT 0,
+    max_attempts INTEGER NOT NULL DEFAULT 3,
+    leased_at TEXT,
+    completed_at TEXT,
+    failed_at TEXT,
+    error TEXT,
+    document_id TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_jobs_status ON memory_jobs(status, created_at);
+CREATE INDEX IF NOT EXISTS idx_jobs_memory ON memory_jobs(memory_id);
+CREATE INDEX IF NOT EXISTS idx_jobs_completed ON memory_jobs(completed_at) WHERE status = 'completed';
+CREATE INDEX IF NOT EXISTS idx_jobs_dead ON memory_jobs(failed_at) WHERE status = 'dead';
+
+CREATE TABLE IF NOT EXISTS entities (
+    id TEXT PRIMARY KEY,
+    name TEXT NOT NULL,
+    entity_type TEXT,
+    description TEXT,
+    canonical_name TEXT NOT NULL UNIQUE,
+    mentions INTEGER NOT NULL DEFAULT 0,
+    embedding BLOB,
+    agent_id TEXT NOT NULL DEFAULT 'default',
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL
+);
+
+CREATE TABLE IF NOT EXISTS relations (
+    id TEXT PRIMARY KEY,
+    source_entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    target_entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    relation_type TEXT NOT NULL,
+    strength REAL NOT NULL DEFAULT 1.0,
+    mentions INTEGER NOT NULL DEFAULT 1,
+    confidence REAL,
+    metadata TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    UNIQUE(source_entity_id, target_entity_id, relation_type)
+);
+CREATE INDEX IF NOT EXISTS idx_relations_source ON relations(source_entity_id);
+CREATE INDEX IF NOT EXISTS idx_relations_target ON relations(target_entity_id);
+CREATE INDEX IF NOT EXISTS idx_relations_source_type ON relations(source_entity_id, relation_type);
+
+CREATE TABLE IF NOT EXISTS memory_entity_mentions (
+    memory_id TEXT NOT NULL,
+    entity_id TEXT NOT NULL REFERENCES entities(id) ON DELETE CASCADE,
+    mention_text TEXT,
+    confidence REAL,
+    created_at TEXT NOT NULL,
+    PRIMARY KEY (memory_id, entity_id)
+);
+CREATE INDEX IF NOT EXISTS idx_mentions_entity ON memory_entity_mentions(entity_id);
+
+CREATE TABLE IF NOT EXISTS conversations (
+    id TEXT PRIMARY KEY,
+    session_id TEXT NOT NULL,
+    harness TEXT NOT NULL,
+    project TEXT,
+    agent_id TEXT NOT NULL DEFAULT 'default',
+    started_at TEXT NOT NULL,
+    ended_at TEXT,
+    summary TEXT,
+    topics TEXT,
+    decisions TEXT,
+    created_at TEXT NOT NULL,
+    updated_at TEXT NOT NULL,
+    updated_by TEXT NOT NULL DEFAULT 'daemon',
+    vector_clock TEXT NOT NULL DEFAULT '{}',
+    version INTEGER NOT NULL DEFAULT 1,
+    manual_override INTEGER NOT NULL DEFAULT 0
+);
+CREATE INDEX IF NOT EXISTS idx_conversations_session ON conversations(session_id);
+CREATE INDEX IF NOT EXISTS idx_conversations_harness ON conversations(harness);
+
+CREATE TABLE IF NOT EXISTS session_transcripts (
+    session_key TEXT PRIMARY KEY,
+    content TEXT NOT NULL,
+    harness TEXT,
+    project TEXT,
+    agent_id TEXT NOT NULL DEFAULT 'default',
+    created_at TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS idx_transcripts_project ON session_transcripts(project);
+CREATE INDEX IF NOT EXISTS idx_transcripts_created ON session_transcripts(created_at);
+"""
+
+MIGRATIONS: list[Migration] = [
+    Migration(1, "core", CORE_SCHEMA),
+]
+
+BOOKKEEPING = """
+CREATE TABLE IF NOT EXISTS schema_migrations (
+    version INTEGER PRIMARY KEY,
+    name TEXT NOT NULL,
+    applied_at TEXT NOT NULL,
+    checksum TEXT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS schema_migrations_audit (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    version INTEGER NOT NULL,
+    name TEXT NOT NULL,
+    duration_ms REAL NOT NULL,
+    applied_at TEXT NOT NULL
+);
+"""
+
+
+class MigrationError(RuntimeError):
+    pass
+
+
+def split_statements(sql: str) -> list[str]:
+    """Split a script into statements, keeping trigger bodies (``BEGIN … END;``) whole."""
+    statements: list[str] = []
+    buf = ""
+    for line in sql.splitlines(keepends=True):
+        buf += line
+        if sqlite3.complete_statement(buf):
+            if buf.strip():
+                statements.append(buf.strip())
+            buf = ""
+    if buf.strip():
+        raise MigrationError(f"incomplete SQL statement in migration: {buf.strip()[:80]!r}")
+    return statements
+
+
+def applied_versions(conn: Any) -> dict[int, str]:
+    rows = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
+    return {int(r[0]): str(r[1]) for r in rows}
+
+
+def migrate(conn: Any, migrations: list[Migration] | None = None) -> list[int]:
+    """Apply every migration not yet recorded; return the versions applied now.
+
+    ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in
+    its own ``BEGIN IMMEDIATE`` transaction, so a crash mid-way leaves it unapplied.
+    """
+    todo = sorted(migrations if migrations is not None else MIGRATIONS, key=lambda m: m.version)
+    versions = [m.version for m in todo]
+    if len(set(versions)) != len(versions):
+        raise MigrationError("two migrations share a version number")
+    for stmt in split_statements(BOOKKEEPING):
+        conn.execute(stmt)
+    done = applied_versions(conn)
+    for m in todo:
+        if m.version in done and done[m.version] != m.checksum:
+            raise MigrationError(
+                f"migration {m.version} ({m.name}) changed after it was applied; add a new migration instead"
+            )
+    applied: list[int] = []
+    for m in todo:
+        if m.version in done:
+            continue
+        started = time.perf_counter()
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            # Re-check under the write lock: another process may have applied it meanwhile.
+            if conn.execute("SELECT 1 FROM schema_migrations WHERE version = ?", (m.version,)).fetchone():
+                conn.execute("COMMIT")
+                continue
+            for stmt in split_statements(m.sql):
+                conn.execute(stmt)
+            now = datetime.now(UTC).isoformat()
+            conn.execute(
+                "INSERT INTO schema_migrations(version, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
+                (m.version, m.name, now, m.checksum),
+            )
+            conn.execute(
+                "INSERT INTO schema_migrations_audit(version, name, duration_ms, applied_at) VALUES (?, ?, ?, ?)",
+                (m.version, m.name, (time.perf_counter() - started) * 1000, now),
+            )
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        applied.append(m.version)
+    return applied

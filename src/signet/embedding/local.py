@@ -20,6 +20,11 @@ if TYPE_CHECKING:
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
+# One loaded model per path per process: a daemon, a benchmark and a test session each pay
+# the load once, however many runtimes they build.
+_LOADED: dict[str, Any] = {}
+_LOADED_LOCK = threading.Lock()
+
 
 class LocalEmbedder:
     provider = "local"
@@ -66,14 +71,19 @@ class LocalEmbedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             path = self._model_path()
-            try:
-                from sentence_transformers import SentenceTransformer
-            except ImportError as exc:
-                raise EmbeddingError(
-                    "sentence-transformers is not installed: pip install torch==2.13.0 && "
-                    "pip install 'signet-memory[local]'"
-                ) from exc
-            self._st = SentenceTransformer(path, device="cpu")
+            with _LOADED_LOCK:
+                model = _LOADED.get(path)
+                if model is None:
+                    try:
+                        from sentence_transformers import SentenceTransformer
+                    except ImportError as exc:
+                        raise EmbeddingError(
+                            "sentence-transformers is not installed: pip install torch==2.13.0 && "
+                            "pip install 'signet-memory[local]'"
+                        ) from exc
+                    model = SentenceTransformer(path, device="cpu")
+                    _LOADED[path] = model
+            self._st = model
 
     def embed(self, texts: list[str]) -> Vectors:
         if self._st is None:

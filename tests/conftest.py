@@ -1,0 +1,180 @@
+"""Shared fixtures: real workspaces in temp dirs, a real Runtime, the real app, a real daemon.
+
+- ``workspace``        a fresh workspace (agent.yaml with the local embedder) in tmp_path
+- ``make_workspace``   factory: ``make_workspace(embedding="none", extra={...})``
+- ``runtime``          a started Runtime on ``workspace`` with the embedder ready
+- ``api``              a ``TestClient`` over the real FastAPI app of ``runtime`` (in-process)
+- ``daemon``           a real ``signet daemon`` subprocess (uvicorn) on a free loopback port
+- ``start_daemon``     factory for daemons on chosen workspaces (restart tests)
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+import yaml
+from fastapi.testclient import TestClient
+
+from signet.daemon.app import create_app
+from signet.daemon.runtime import Runtime
+from signet.workspace import Workspace, setup_workspace
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+
+def write_config(ws: Workspace, **sections: Any) -> None:
+    """Deep-merge ``sections`` into the workspace's agent.yaml."""
+    data = yaml.safe_load(ws.config_path.read_text()) if ws.config_path.exists() else {}
+    data = data or {}
+
+    def merge(dst: dict[str, Any], src: dict[str, Any]) -> None:
+        for k, v in src.items():
+            if isinstance(v, dict) and isinstance(dst.get(k), dict):
+                merge(dst[k], v)
+            else:
+                dst[k] = v
+
+    merge(data, sections)
+    ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+
+
+@pytest.fixture
+def make_workspace(tmp_path: Path) -> Callable[..., Workspace]:
+    counter = {"n": 0}
+
+    def make(embedding: str = "local", **sections: Any) -> Workspace:
+        counter["n"] += 1
+        ws = Workspace(tmp_path / f"ws{counter['n']}")
+        setup_workspace(ws, agent_name="test-agent", user_name="Tester", embedding_provider=embedding)
+        if sections:
+            write_config(ws, **sections)
+        return ws
+
+    return make
+
+
+@pytest.fixture
+def workspace(make_workspace: Callable[..., Workspace]) -> Workspace:
+    return make_workspace()
+
+
+def start_runtime(ws: Workspace, *, wait_embedder: bool = True) -> Runtime:
+    rt = Runtime(ws).start()
+    if wait_embedder and rt.settings.embedding.provider != "none":
+        deadline = time.monotonic() + 120
+        while rt.embeddings.state == "loading" and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert rt.embeddings.state == "ready", rt.embeddings.error
+    return rt
+
+
+@pytest.fixture
+def runtime(workspace: Workspace) -> Iterator[Runtime]:
+    rt = start_runtime(workspace)
+    try:
+        yield rt
+    finally:
+        rt.stop()
+
+
+@pytest.fixture
+def api(runtime: Runtime) -> Iterator[TestClient]:
+    app = create_app(runtime, manage_runtime=False)
+    with TestClient(app, raise_server_exceptions=False) as client:
+        yield client
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class DaemonProcess:
+    workspace: Workspace
+    port: int
+    proc: subprocess.Popen[bytes]
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def client(self, timeout: float = 30.0) -> httpx.Client:
+        return httpx.Client(base_url=self.url, timeout=timeout)
+
+    def wait_embedder(self, timeout: float = 120.0) -> None:
+        deadline = time.monotonic() + timeout
+        with self.client() as c:
+            while time.monotonic() < deadline:
+                st = c.get("/api/status").json()
+                if st["embedding"]["state"] == "ready" and st["embedding"]["pending"] == 0:
+                    return
+                time.sleep(0.1)
+        raise AssertionError(f"embedder not ready after {timeout}s: {st}")
+
+    def stop(self, sig: int | None = None) -> None:
+        if self.proc.poll() is None:
+            if sig is None:
+                self.proc.terminate()
+            else:
+                self.proc.send_signal(sig)
+            try:
+                self.proc.wait(timeout=20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+def launch_daemon(ws: Workspace, port: int | None = None, env: dict[str, str] | None = None) -> DaemonProcess:
+    port = port or free_port()
+    log = ws.root / f"daemon-test-{port}.log"
+    fh = log.open("ab")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
+        stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        env={**os.environ, "SIGNET_WORKSPACE": str(ws.root), **(env or {})},
+    )
+    d = DaemonProcess(ws, port, proc, log)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise AssertionError(f"daemon exited with {proc.returncode}: {log.read_text()[-2000:]}")
+        try:
+            if httpx.get(f"{d.url}/health", timeout=0.5).status_code == 200:
+                return d
+        except httpx.HTTPError:
+            time.sleep(0.05)
+    d.stop()
+    raise AssertionError(f"daemon did not answer /health: {log.read_text()[-2000:]}")
+
+
+@pytest.fixture
+def start_daemon() -> Iterator[Callable[..., DaemonProcess]]:
+    started: list[DaemonProcess] = []
+
+    def start(ws: Workspace, port: int | None = None, env: dict[str, str] | None = None) -> DaemonProcess:
+        d = launch_daemon(ws, port, env)
+        started.append(d)
+        return d
+
+    yield start
+    for d in started:
+        d.stop()
+
+
+@pytest.fixture
+def daemon(workspace: Workspace, start_daemon: Callable[..., DaemonProcess]) -> DaemonProcess:
+    return start_daemon(workspace)

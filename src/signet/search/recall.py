@@ -97,7 +97,8 @@ class Recaller:
                 candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
 
         vec_ok, reason = self.vector_state()
-        qvec = self.embeddings.embed_query(query) if vec_ok and query.strip() else None
+        # alpha = 0 is a keyword-only request (legacy search): skip the vector leg entirely.
+        qvec = self.embeddings.embed_query(query) if vec_ok and alpha > 0 and query.strip() else None
         if qvec is not None:
             for mid, sim in self._vector_pool(qvec, flt, where, params, pool):
                 cand = candidates.setdefault(mid, Candidate(mid))

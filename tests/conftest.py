@@ -69,13 +69,19 @@ def workspace(make_workspace: Callable[..., Workspace]) -> Workspace:
     return make_workspace()
 
 
-def start_runtime(ws: Workspace, *, wait_embedder: bool = True) -> Runtime:
+def wait_embedder(rt: Runtime, timeout: float = 120.0) -> None:
+    if rt.settings.embedding.provider == "none":
+        return
+    deadline = time.monotonic() + timeout
+    while rt.embeddings.state == "loading" and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert rt.embeddings.state == "ready", rt.embeddings.error
+
+
+def start_runtime(ws: Workspace, *, wait: bool = True) -> Runtime:
     rt = Runtime(ws).start()
-    if wait_embedder and rt.settings.embedding.provider != "none":
-        deadline = time.monotonic() + 120
-        while rt.embeddings.state == "loading" and time.monotonic() < deadline:
-            time.sleep(0.05)
-        assert rt.embeddings.state == "ready", rt.embeddings.error
+    if wait:
+        wait_embedder(rt)
     return rt
 
 

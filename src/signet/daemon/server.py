@@ -51,11 +51,15 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
 
     configure_logging(ws, to_stderr=log_to_stderr)
     runtime = Runtime(ws)
-    app = create_app(runtime)
-    write_pid(ws)
-    log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
-    try:
-        uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10)
-    finally:
+
+    def stopped(_: Runtime) -> None:
+        # uvicorn re-raises SIGTERM after shutdown, so a ``finally`` after run() may never
+        # execute: clean up from the lifespan, which always completes first.
         remove_pid(ws)
         log.info("signet daemon stopped")
+
+    runtime.on_start.insert(0, lambda _: write_pid(ws))
+    runtime.on_stop.insert(0, stopped)
+    app = create_app(runtime)
+    log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10)

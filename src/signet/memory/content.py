@@ -25,7 +25,9 @@ def derive_normalized(storage: str) -> str:
     return _TRAILING_PUNCT.sub("", storage.lower())
 
 
-def content_hash(storage: str) -> str:
+def content_hash(text: str) -> str:
+    """SHA-256 of the canonical form (any text: storage normalization is applied first)."""
+    storage = normalize_for_storage(text)
     basis = derive_normalized(storage) or storage.lower()
     return hashlib.sha256(basis.encode("utf-8")).hexdigest()
 

@@ -1,0 +1,94 @@
+"""Ollama and OpenAI-compatible embedders against a fake server speaking their protocols."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+
+from signet.config import EmbeddingSettings
+from signet.embedding.base import EmbeddingError
+from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
+from signet.models import RecallRequest, RememberRequest
+from signet.workspace import Workspace
+from tests.conftest import start_runtime, write_config
+from tests.core.fake_embedder import FakeEmbeddingServer
+
+
+@pytest.fixture
+def fake() -> Any:
+    with FakeEmbeddingServer() as srv:
+        yield srv
+
+
+@pytest.mark.parametrize("cls", [OllamaEmbedder, OpenAIEmbedder])
+def test_protocols_and_failures(fake: FakeEmbeddingServer, cls: Any) -> None:
+    emb = cls.from_settings(EmbeddingSettings(provider=cls.provider, model="m", base_url=fake.url, timeout=1.0))
+    vecs = emb.embed(["alpha beta", "gamma"])
+    assert vecs.shape == (2, fake.dims) and abs(float((vecs[0] ** 2).sum()) - 1.0) < 1e-5
+    fake.mode = "down500"
+    with pytest.raises(EmbeddingError, match="HTTP 500"):
+        emb.embed(["x"])
+    fake.mode = "garbage"
+    with pytest.raises(EmbeddingError, match="invalid JSON"):
+        emb.embed(["x"])
+    fake.mode = "hang"
+    with pytest.raises(EmbeddingError, match="timed out"):
+        emb.embed(["x"])
+    down = cls.from_settings(EmbeddingSettings(provider=cls.provider, model="m", base_url="http://127.0.0.1:9"))
+    with pytest.raises(EmbeddingError, match="unreachable"):
+        down.embed(["x"])
+
+
+def test_runtime_with_ollama_never_reembeds_and_detects_model_change(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]
+) -> None:
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url})
+    rt = start_runtime(ws)
+    try:
+        svc = rt.service
+        a = svc.remember(RememberRequest(content="apples and pears grow in the orchard"))
+        svc.remember(RememberRequest(content="the server room is cold"))
+        assert rt.embeddings.wait_idle(30)
+        assert len([t for t in fake.embedded if t != "signet"]) == 2
+        assert svc.recall(RecallRequest(query="orchard apples")).results[0].id == a.id
+        count = len([t for t in fake.embedded if t != "signet"])  # + the query
+        # the same text again (after a delete) reuses the stored vector: no new embedding call
+        svc.delete(a.id, reason="test")
+        again = svc.remember(RememberRequest(content="Apples and pears grow in the orchard."))
+        assert again.embedding == "ready"
+        assert rt.embeddings.wait_idle(30)
+        assert len([t for t in fake.embedded if t != "signet"]) == count
+    finally:
+        rt.stop()
+    # switch the model: the daemon sees vectors of another model and re-embeds them
+    write_config(ws, embedding={"model": "other-model"})
+    rt = start_runtime(ws)
+    try:
+        st = rt.service.status(str(ws.root), str(rt.db_path))
+        assert rt.embeddings.wait_idle(30)
+        st = rt.service.status(str(ws.root), str(rt.db_path))
+        assert st.embedding.stale_model == 0 and st.embedding.coverage == 1.0
+        docs = [t for t in fake.embedded if t not in ("signet", "orchard apples")]
+        assert len(docs) == 4  # the two live texts, once per model
+    finally:
+        rt.stop()
+
+
+def test_unreachable_provider_is_loud(make_workspace: Callable[..., Workspace]) -> None:
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "base_url": "http://127.0.0.1:9", "timeout": 0.5})
+    rt = start_runtime(ws, wait=False)
+    try:
+        rt.embeddings.wait_idle(5)
+        rec = rt.service.remember(RememberRequest(content="still saved while vectors are down"))
+        assert rec.embedding == "unavailable"
+        out = rt.service.recall(RecallRequest(query="saved vectors"))
+        assert out.results and out.method == "fts" and out.vector_search.available is False
+        assert "unreachable" in (out.vector_search.reason or "")
+        st = rt.service.status(str(ws.root), str(rt.db_path))
+        assert st.status == "degraded" and any("VECTOR SEARCH IS OFF" in w for w in st.warnings)
+    finally:
+        rt.stop()

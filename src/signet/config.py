@@ -95,6 +95,21 @@ class DaemonSettings(Section):
     port: int = Field(3850, ge=1, le=65535)
 
 
+class HooksSettings(Section):
+    """Harness hooks (docs/harnesses.md): context budgets, prompt injection, identity sync."""
+
+    session_budget_tokens: int = Field(2000, ge=100, le=100_000, description="session-start context budget")
+    session_memories: int = Field(10, ge=0, le=100, description="most relevant memories at session start")
+    prompt_budget_tokens: int = Field(300, ge=0, le=10_000, description="per-prompt injection budget")
+    prompt_max_memories: int = Field(3, ge=0, le=20)
+    prompt_min_score: float = Field(0.5, ge=0.0, le=1.0, description="inject only when the best score clears this")
+    prompt_dedup_turns: int = Field(10, ge=0, le=10_000, description="skip memories injected this many turns back")
+    handoff_exchanges: int = Field(3, ge=1, le=50, description="last exchanges kept as the fallback handoff")
+    watch: bool = Field(True, description="watch identity files: regenerate harness files, git auto-commit")
+    regenerate_debounce_s: float = Field(2.0, ge=0.0, le=600)
+    commit_debounce_s: float = Field(5.0, ge=0.0, le=3600)
+
+
 class Settings(Section):
     version: int = 1
     schema_: str = Field("signet/v1", alias="schema")
@@ -105,6 +120,7 @@ class Settings(Section):
     memory: MemorySettings = Field(default_factory=MemorySettings)
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
+    hooks: HooksSettings = Field(default_factory=HooksSettings)
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

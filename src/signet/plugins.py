@@ -17,6 +17,8 @@ from signet import hookspecs
 
 DEFAULT_PLUGINS = [
     "signet.default_plugins.embedders",
+    "signet.default_plugins.harnesses",
+    "signet.default_plugins.transcripts",
 ]
 
 

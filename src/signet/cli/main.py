@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from signet.cli import daemon, memory, setup  # noqa: F401  (registers commands)
+from signet.cli import daemon, ingest, install, memory, setup  # noqa: F401  (registers commands)
 from signet.cli.app import app
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
@@ -9,9 +10,18 @@ from fastapi import FastAPI
 
 from signet import __version__
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
-from signet.daemon.routes import health, memory
 from signet.daemon.runtime import Runtime
 from signet.workspace import Workspace
+
+# One router per area, one line each (add yours on its own line).
+ROUTERS = [
+    "health",
+    "memory",
+    "repair",
+    "hooks",
+    "harnesses",
+    "ingest",
+]
 
 
 def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bool = True) -> FastAPI:
@@ -40,7 +50,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     )
     app.state.runtime = rt
     install_error_handlers(app)
-    app.include_router(health.router)
-    app.include_router(memory.router)
+    for name in ROUTERS:
+        app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.add_middleware(BodySizeLimit)
     return app

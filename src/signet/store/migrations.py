@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from signet.hooks.schema import HOOKS_SCHEMA
 from signet.store.sqlite import sqlite3
 
 
@@ -218,6 +219,7 @@ CREATE INDEX IF NOT EXISTS idx_transcripts_created ON session_transcripts(create
 
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
+    Migration(4, "harness_hooks", HOOKS_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -1,0 +1,249 @@
+"""``signet hook <event> --harness NAME [--project DIR]``: the command a harness runs.
+
+It reads the harness's JSON on stdin, calls ``/api/hooks/<event>`` on the daemon, and
+prints what that harness expects. It never blocks or fails the harness: every path exits 0,
+and when the daemon is down it answers at once from the identity files (session start) or
+with nothing (prompts), with a one-line notice.
+
+Start-up cost matters (it runs before every prompt), so this module imports only the
+standard library and Signet's stdlib-only modules: no Typer, httpx, pydantic or numpy.
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, TextIO
+
+from signet.harnesses.base import EVENTS, Harness, HookRequest
+from signet.hooks.budget import estimate_tokens
+from signet.hooks.identity import static_context, workspace_root
+from signet.hooks.texts import DAEMON_DOWN, PRE_COMPACTION
+
+# Seconds to wait for the daemon; each is below the timeout the installers give the harness.
+TIMEOUTS = {"session-start": 8.0, "user-prompt-submit": 4.0, "session-end": 25.0}
+DEFAULT_TIMEOUT = 8.0
+DEFAULT_BUDGET = 2000
+MAX_STDIN = 50 * 1024 * 1024
+
+
+class DaemonDown(Exception):
+    pass
+
+
+class HookRejected(Exception):
+    pass
+
+
+def load_config(root: Path) -> dict[str, Any]:
+    """agent.yaml as plain data (only read when the environment does not say it all)."""
+    path = root / "agent.yaml"
+    if not path.is_file():
+        return {}
+    import yaml  # lazily: ~25 ms, and most hook runs get the address from the environment
+
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8"))
+    except yaml.YAMLError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _section(cfg: dict[str, Any], name: str) -> dict[str, Any]:
+    sec = cfg.get(name)
+    return sec if isinstance(sec, dict) else {}
+
+
+def daemon_address(cfg: dict[str, Any]) -> tuple[str, int]:
+    d = _section(cfg, "daemon")
+    host = os.environ.get("SIGNET_HOST") or str(d.get("host") or "127.0.0.1")
+    port_s = os.environ.get("SIGNET_PORT") or str(d.get("port") or 3850)
+    try:
+        port = int(port_s)
+    except ValueError:
+        port = 3850
+    return host, port
+
+
+def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str) -> Any:
+    headers = {"Content-Type": "application/json", "X-Signet-Actor": actor}
+    token = os.environ.get("SIGNET_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    conn = http.client.HTTPConnection(host, port, timeout=timeout)
+    try:
+        conn.request("POST", path, body=json.dumps(body).encode("utf-8"), headers=headers)
+        resp = conn.getresponse()
+        data = resp.read()
+    except (OSError, http.client.HTTPException) as exc:
+        raise DaemonDown(str(exc) or type(exc).__name__) from None
+    finally:
+        conn.close()
+    try:
+        parsed = json.loads(data) if data else {}
+    except ValueError:
+        parsed = {"error": data[:200].decode("utf-8", "replace")}
+    if resp.status >= 400:
+        msg = parsed.get("error") if isinstance(parsed, dict) else None
+        raise HookRejected(f"daemon answered {resp.status}: {msg or parsed}")
+    return parsed
+
+
+def load_harness(name: str) -> Harness:
+    from signet.harnesses import BUILTIN
+
+    if name in BUILTIN:
+        import importlib
+
+        harness: Harness = importlib.import_module(BUILTIN[name]).HARNESS
+        return harness
+    from signet.harnesses.install import UnknownHarness, get_harness
+
+    try:
+        return get_harness(name)
+    except UnknownHarness:
+        generic = Harness()
+        generic.name = name
+        return generic
+
+
+def read_payload(stream: TextIO) -> dict[str, Any]:
+    if stream.isatty():
+        return {}
+    raw = stream.read(MAX_STDIN)
+    if not raw.strip():
+        return {}
+    try:
+        obj = json.loads(raw)
+    except ValueError:
+        # A harness that sends plain text (a prompt, a note): keep it as the text field.
+        return {"prompt": raw.strip(), "content": raw.strip(), "query": raw.strip()}
+    return obj if isinstance(obj, dict) else {}
+
+
+def transcript_turns(harness: Harness, req: HookRequest) -> list[dict[str, Any]]:
+    """The turns to keep: sent inline by the harness, or read from its transcript file."""
+    if req.turns:
+        return [
+            {"role": t.get("role"), "content": t.get("content"), "timestamp": t.get("timestamp")}
+            for t in req.turns
+            if isinstance(t, dict) and t.get("role") in ("user", "assistant") and isinstance(t.get("content"), str)
+        ]
+    if not req.transcript_path:
+        return []
+    path = Path(req.transcript_path).expanduser()
+    if not path.is_file():
+        return []
+    from signet.ingest.detect import detect, get_adapter
+
+    adapter = get_adapter(harness.transcript_adapter) if harness.transcript_adapter else detect(path)
+    parsed = adapter.parse(path)
+    return [t.to_dict() for t in parsed.turns if t.role in ("user", "assistant")]
+
+
+def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str, Any]]) -> Path:
+    """Keep a session's transcript when the daemon is down (``signet ingest`` reads it later)."""
+    from signet.hooks.service_paths import transcript_file
+
+    path = transcript_file(root, harness, session_id)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    with path.open("w", encoding="utf-8") as fh:
+        for i, t in enumerate(turns):
+            fh.write(json.dumps({"session_key": f"{harness}:{session_id}", "index": i, **t}, ensure_ascii=False) + "\n")
+    return path
+
+
+def format_recall(resp: dict[str, Any]) -> str:
+    lines = [f"- ({r.get('score', 0):.2f}) {r.get('content', '')}" for r in resp.get("results", [])]
+    return "\n".join(lines) if lines else "No matching memories."
+
+
+def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    parser = argparse.ArgumentParser(prog="signet hook", description="Run a Signet hook for a harness.")
+    parser.add_argument("event", choices=EVENTS)
+    parser.add_argument("--harness", default="generic", help="claude-code, codex, opencode, openclaw, cursor…")
+    parser.add_argument("--project", default=None, help="project directory (default: the harness's cwd)")
+    parser.add_argument("--budget", type=int, default=None, help="token budget for injected context")
+    args = parser.parse_args(argv)
+
+    root = workspace_root()
+    harness = load_harness(args.harness)
+    req = harness.parse(args.event, read_payload(stdin))
+    body = dict(req.body)
+    body["harness"] = harness.name
+    cwd = body.get("cwd") or str(Path.cwd())
+    body["cwd"] = cwd
+    project_dir = Path(args.project).expanduser() if args.project else Path(cwd)
+    body["project"] = project_dir.resolve().name or None
+    if body["project"] is None:
+        body.pop("project")
+
+    need_config = not (os.environ.get("SIGNET_HOST") and os.environ.get("SIGNET_PORT")) or args.event == "session-start"
+    cfg = load_config(root) if need_config else {}
+    host, port = daemon_address(cfg)
+    budget = args.budget or int(_section(cfg, "hooks").get("session_budget_tokens") or DEFAULT_BUDGET)
+    synced = harness.synced_identity if (root / "harnesses" / f"{harness.name}.json").is_file() else frozenset()
+
+    if args.event == "session-start":
+        body["skip_files"] = sorted(synced)
+        body["budget_tokens"] = budget
+    elif args.event == "user-prompt-submit" and args.budget is not None:
+        body["budget_tokens"] = args.budget
+    elif args.event == "session-end":
+        body["turns"] = transcript_turns(harness, req)
+        body.setdefault("session_id", Path(req.transcript_path).stem if req.transcript_path else "unknown")
+
+    actor = f"hook:{harness.name}"
+    try:
+        resp = post(host, port, f"/api/hooks/{args.event}", body,
+                    timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor)
+    except (DaemonDown, HookRejected) as exc:
+        notice = DAEMON_DOWN.format(address=f"{host}:{port}")
+        if isinstance(exc, HookRejected):
+            notice = f"Signet could not answer this hook ({exc}); only the identity files are loaded."
+        stderr.write(f"signet: {notice}\n")
+        text = ""
+        if args.event == "session-start":
+            text = static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
+        elif args.event == "pre-compaction":
+            text = PRE_COMPACTION
+        elif args.event == "session-end" and body.get("turns") and isinstance(exc, DaemonDown):
+            saved = save_offline(root, harness.name, str(body["session_id"]), body["turns"])
+            stderr.write(f"signet: transcript kept at {saved}; run `signet ingest {saved}` later\n")
+        out = harness.render(args.event, text)
+        if out:
+            stdout.write(out + ("\n" if not out.endswith("\n") else ""))
+        return 0
+
+    text = ""
+    if args.event in ("session-start", "user-prompt-submit"):
+        text = str(resp.get("context") or "")
+    elif args.event == "pre-compaction":
+        text = str(resp.get("instructions") or "")
+    elif args.event == "recall":
+        text = format_recall(resp)
+    elif args.event == "remember":
+        text = f"Remembered ({resp.get('id')})" + (" (already known)" if resp.get("deduped") else "")
+    out = harness.render(args.event, text) if args.event not in ("recall", "remember") else text
+    if out:
+        stdout.write(out + ("\n" if not out.endswith("\n") else ""))
+    if os.environ.get("SIGNET_HOOK_DEBUG"):
+        stderr.write(f"signet: {args.event} ok ({estimate_tokens(text)} tokens)\n")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    try:
+        return run(sys.argv[1:] if argv is None else argv, sys.stdin, sys.stdout, sys.stderr)
+    except SystemExit as exc:
+        # argparse: --help exits 0; a usage error exits 1, which harnesses treat as non-blocking
+        # (never 2: Claude Code reads 2 as "block this prompt").
+        return 0 if exc.code in (0, None) else 1
+    except Exception as exc:  # noqa: BLE001 - a hook must never break the user's session: report, answer empty
+        sys.stderr.write(f"signet hook: {type(exc).__name__}: {exc}\n")
+        return 0
+

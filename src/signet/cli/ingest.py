@@ -1,0 +1,94 @@
+"""``signet ingest PATH…``: store transcripts (Claude Code, Codex, OpenClaw JSONL, any JSONL
+chat log, Markdown, plain text) once each, with their original times."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from signet.cli.app import app
+from signet.cli.client import DaemonClient
+from signet.errors import SignetError
+from signet.ingest.base import TranscriptError, file_hash
+from signet.ingest.detect import all_adapters, detect, get_adapter
+
+SUFFIXES = {".jsonl", ".ndjson", ".md", ".markdown", ".mdx", ".txt", ".text", ".log"}
+
+
+def collect(paths: list[Path]) -> list[Path]:
+    """Files named directly, and transcript-like files under directories (sorted, no dupes)."""
+    out: dict[Path, None] = {}
+    for p in paths:
+        if p.is_dir():
+            for f in sorted(p.rglob("*")):
+                if f.is_file() and f.suffix.lower() in SUFFIXES and not any(part.startswith(".") for part in f.parts):
+                    out.setdefault(f.resolve(), None)
+        elif p.is_file():
+            out.setdefault(p.resolve(), None)
+        else:
+            raise typer.BadParameter(f"{p}: no such file or directory")
+    return list(out)
+
+
+def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> dict[str, Any]:
+    data = path.read_bytes()
+    adapter = get_adapter(adapter_name, adapters) if adapter_name else detect(path, adapters)
+    parsed = adapter.parse(path)
+    return {
+        "path": str(path), "content_hash": file_hash(data), "adapter": adapter.name,
+        "session_id": parsed.session_id, "harness": parsed.harness, "project": parsed.project,
+        "turns": [t.to_dict() for t in parsed.turns],
+    }
+
+
+@app.command()
+def ingest(
+    paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
+    adapter: Annotated[
+        str | None, typer.Option(help="Force an adapter (claude-code, codex, openclaw, jsonl, markdown, text).")
+    ] = None,
+    project: Annotated[str | None, typer.Option(help="Tag every transcript with this project.")] = None,
+) -> None:
+    """Ingest transcripts; unchanged files already ingested are skipped (by content hash)."""
+    files = collect(paths)
+    adapters = all_adapters()
+    client = DaemonClient(timeout=120.0)
+    stored = skipped = failed = turns = 0
+    with Progress(
+        TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+        TextColumn("{task.description}"), transient=False,
+    ) as progress:
+        task = progress.add_task("", total=len(files))
+        for f in files:
+            progress.update(task, description=f.name)
+            try:
+                body = body_for(f, adapter, adapters)
+                if project:
+                    body["project"] = project
+                if not body["turns"]:
+                    progress.console.print(f"[yellow]empty[/] {f} (no turns found)")
+                    skipped += 1
+                    continue
+                res = client.post("/api/ingest/transcript", body)
+            except (TranscriptError, OSError) as exc:
+                progress.console.print(f"[red]failed[/] {f}: {exc}")
+                failed += 1
+            except SignetError as exc:
+                if exc.code == "daemon_unavailable":
+                    raise
+                progress.console.print(f"[red]failed[/] {f}: {exc.message}")
+                failed += 1
+            else:
+                if res["status"] == "stored":
+                    stored += 1
+                    turns += int(res["turns"])
+                else:
+                    skipped += 1
+            finally:
+                progress.advance(task)
+    typer.echo(f"stored {stored} file(s) ({turns} turns), skipped {skipped} unchanged or empty, failed {failed}")
+    if failed:
+        raise typer.Exit(1)

@@ -1,0 +1,89 @@
+"""Harness hook endpoints (``/api/hooks/*``): session start, prompt submit, session end,
+remember, recall, and the compaction pair. ``signet hook`` is their usual caller.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Depends
+
+from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
+from signet.daemon.runtime import Runtime
+from signet.hooks.models import (
+    CompactionCompleteRequest,
+    CompactionCompleteResponse,
+    HookRecallRequest,
+    HookRememberRequest,
+    PreCompactionRequest,
+    PreCompactionResponse,
+    PromptSubmitRequest,
+    PromptSubmitResponse,
+    SessionEndRequest,
+    SessionEndResponse,
+    SessionStartRequest,
+    SessionStartResponse,
+)
+from signet.hooks.service import HookService
+from signet.models import ErrorResponse, RecallResponse, RememberResponse
+
+router = APIRouter(
+    prefix="/api/hooks", tags=["hooks"], responses={400: {"model": ErrorResponse}, 422: {"model": ErrorResponse}}
+)
+
+
+def hook_service(runtime: Runtime) -> HookService:
+    """The runtime's HookService, built on first use."""
+    svc = runtime.extras.get("hooks")
+    if not isinstance(svc, HookService):
+        svc = HookService(
+            runtime.db, runtime.service, runtime.settings.hooks, runtime.workspace.root,
+            pipeline_enabled=runtime.settings.memory.pipeline.enabled,
+        )
+        runtime.extras["hooks"] = svc
+    return svc
+
+
+def _hooks(runtime: RuntimeDep) -> HookService:
+    return hook_service(runtime)
+
+
+HooksDep = Annotated[HookService, Depends(_hooks)]
+
+
+@router.post("/session-start", response_model=SessionStartResponse)
+def session_start(body: SessionStartRequest, hooks: HooksDep, scope: ScopeDep) -> SessionStartResponse:
+    """Identity files, the last session's handoff and the most relevant memories, within the budget."""
+    return hooks.session_start(body, scope=scope)
+
+
+@router.post("/user-prompt-submit", response_model=PromptSubmitResponse)
+def user_prompt_submit(body: PromptSubmitRequest, hooks: HooksDep, scope: ScopeDep) -> PromptSubmitResponse:
+    """A few short memories for this prompt, only when the best one clears the threshold."""
+    return hooks.prompt_submit(body, scope=scope)
+
+
+@router.post("/session-end", response_model=SessionEndResponse)
+def session_end(body: SessionEndRequest, hooks: HooksDep, scope: ScopeDep) -> SessionEndResponse:
+    """Keep the cleaned transcript, write the handoff, enqueue extraction. Idempotent per session."""
+    return hooks.session_end(body, scope=scope)
+
+
+@router.post("/remember", response_model=RememberResponse)
+def remember(body: HookRememberRequest, hooks: HooksDep, actor: ActorDep) -> RememberResponse:
+    return hooks.remember(body, changed_by=body.harness if actor in ("api", "cli") else actor)
+
+
+@router.post("/recall", response_model=RecallResponse)
+def recall(body: HookRecallRequest, hooks: HooksDep, scope: ScopeDep) -> RecallResponse:
+    return hooks.recall(body, scope=scope)
+
+
+@router.post("/pre-compaction", response_model=PreCompactionResponse)
+def pre_compaction(body: PreCompactionRequest, hooks: HooksDep) -> PreCompactionResponse:
+    return hooks.pre_compaction(body)
+
+
+@router.post("/compaction-complete", response_model=CompactionCompleteResponse)
+def compaction_complete(body: CompactionCompleteRequest, hooks: HooksDep, actor: ActorDep) -> CompactionCompleteResponse:
+    return hooks.compaction_complete(body, changed_by=body.harness if actor in ("api", "cli") else actor)

@@ -1,0 +1,86 @@
+"""Claude Code: hooks in ``~/.claude/settings.json``, the MCP server in ``~/.claude.json``,
+and ``~/.claude/CLAUDE.md`` generated from AGENTS.md.
+
+Hook input (stdin JSON): ``session_id``, ``transcript_path``, ``cwd``, ``hook_event_name``,
+plus ``source`` (SessionStart: startup/resume/clear/compact), ``prompt`` (UserPromptSubmit),
+``reason`` (SessionEnd), ``trigger``/``custom_instructions`` (PreCompact). Context goes back
+as ``{"hookSpecificOutput": {"hookEventName": ..., "additionalContext": ...}}``. Timeouts
+are in seconds. Sources: docs/harnesses.md.
+"""
+
+from __future__ import annotations
+
+from signet.harnesses.base import (
+    Harness,
+    InstallContext,
+    add_command_hooks,
+    context_json,
+    del_key,
+    set_key,
+    strip_command_hooks,
+)
+from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj
+
+NAME = "claude-code"
+
+# Claude Code event -> (Signet event, timeout in seconds, matcher).
+HOOKS = {
+    "SessionStart": ("session-start", 15, None),
+    "UserPromptSubmit": ("user-prompt-submit", 8, None),
+    "SessionEnd": ("session-end", 30, None),
+    "PreCompact": ("pre-compaction", 10, None),
+}
+EVENT_NAMES = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+
+MD_BEGIN = "<!-- signet:begin -->"
+MD_END = "<!-- signet:end -->"
+
+
+class ClaudeCode(Harness):
+    name = NAME
+    display_name = "Claude Code"
+    synced_identity = frozenset({"AGENTS.md"})
+    transcript_adapter = "claude-code"
+
+    def render(self, event: str, context: str) -> str:
+        if event in EVENT_NAMES:
+            return context_json(EVENT_NAMES[event], context)
+        if event == "pre-compaction":
+            return context  # shown in the transcript; PreCompact cannot add model context
+        return ""
+
+    def settings_edit(self, ctx: InstallContext) -> Edit:
+        hooks = {
+            ev: (ctx.command("hook", signet_ev, "--harness", NAME), timeout, matcher)
+            for ev, (signet_ev, timeout, matcher) in HOOKS.items()
+        }
+
+        def add(obj: JsonObj) -> None:
+            add_command_hooks(obj, hooks, NAME)
+
+        def strip(obj: JsonObj) -> None:
+            strip_command_hooks(obj, NAME)
+
+        return JsonEdit(ctx.home / ".claude" / "settings.json", "json", "hooks (SessionStart, UserPromptSubmit, "
+                        "SessionEnd, PreCompact)", add=add, strip=strip)
+
+    def mcp_edit(self, ctx: InstallContext) -> Edit:
+        server = {"type": "stdio", "command": ctx.signet[0], "args": [*ctx.signet[1:], "mcp"]}
+
+        def add(obj: JsonObj) -> None:
+            set_key(obj, ("mcpServers", "signet"), server)
+
+        def strip(obj: JsonObj) -> None:
+            del_key(obj, ("mcpServers", "signet"))
+
+        return JsonEdit(ctx.home / ".claude.json", "json", "MCP server 'signet' (user scope)", add=add, strip=strip)
+
+    def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
+        return [BlockEdit(ctx.home / ".claude" / "CLAUDE.md", "markdown", "instructions from AGENTS.md",
+                          begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+
+    def edits(self, ctx: InstallContext) -> list[Edit]:
+        return [self.settings_edit(ctx), self.mcp_edit(ctx), *self.instruction_edits(ctx)]
+
+
+HARNESS = ClaudeCode()

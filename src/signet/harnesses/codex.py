@@ -1,0 +1,79 @@
+"""Codex: hooks in ``~/.codex/hooks.json``, the MCP server as ``[mcp_servers.signet]`` in
+``~/.codex/config.toml``, and ``~/.codex/AGENTS.md`` generated from AGENTS.md.
+
+Codex's hooks.json has Claude Code's shape (event -> matcher groups -> command handlers,
+``timeout`` in seconds). Inputs carry ``session_id``, ``transcript_path``, ``cwd``,
+``hook_event_name``, ``model``, plus ``source`` (SessionStart) and ``prompt``
+(UserPromptSubmit). Codex has no session-end event: ``Stop`` fires after each turn, and
+Signet's session-end is idempotent per session, so each Stop refreshes the stored transcript.
+"""
+
+from __future__ import annotations
+
+import json
+
+from signet.harnesses.base import (
+    Harness,
+    InstallContext,
+    add_command_hooks,
+    context_json,
+    strip_command_hooks,
+)
+from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj, toml_validator
+
+NAME = "codex"
+
+HOOKS = {
+    "SessionStart": ("session-start", 15, None),
+    "UserPromptSubmit": ("user-prompt-submit", 8, None),
+    "Stop": ("session-end", 30, None),
+}
+EVENT_NAMES = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+
+TOML_BEGIN = "# >>> signet (managed by `signet install codex`; removed by `signet uninstall codex`) >>>"
+TOML_END = "# <<< signet <<<"
+MD_BEGIN = "<!-- signet:begin -->"
+MD_END = "<!-- signet:end -->"
+
+
+class Codex(Harness):
+    name = NAME
+    display_name = "Codex"
+    synced_identity = frozenset({"AGENTS.md"})
+    transcript_adapter = "codex"
+
+    def render(self, event: str, context: str) -> str:
+        if event in EVENT_NAMES:
+            return context_json(EVENT_NAMES[event], context)
+        return ""
+
+    def hooks_edit(self, ctx: InstallContext) -> Edit:
+        hooks = {
+            ev: (ctx.command("hook", signet_ev, "--harness", NAME), timeout, matcher)
+            for ev, (signet_ev, timeout, matcher) in HOOKS.items()
+        }
+
+        def add(obj: JsonObj) -> None:
+            add_command_hooks(obj, hooks, NAME)
+
+        def strip(obj: JsonObj) -> None:
+            strip_command_hooks(obj, NAME)
+
+        return JsonEdit(ctx.home / ".codex" / "hooks.json", "json", "hooks (SessionStart, UserPromptSubmit, Stop)",
+                        add=add, strip=strip)
+
+    def mcp_edit(self, ctx: InstallContext) -> Edit:
+        args = json.dumps([*ctx.signet[1:], "mcp"])
+        body = f"[mcp_servers.signet]\ncommand = {json.dumps(ctx.signet[0])}\nargs = {args}"
+        return BlockEdit(ctx.home / ".codex" / "config.toml", "toml", "[mcp_servers.signet]",
+                         begin=TOML_BEGIN, end=TOML_END, body=body, validate=toml_validator)
+
+    def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
+        return [BlockEdit(ctx.home / ".codex" / "AGENTS.md", "markdown", "instructions from AGENTS.md",
+                          begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+
+    def edits(self, ctx: InstallContext) -> list[Edit]:
+        return [self.hooks_edit(ctx), self.mcp_edit(ctx), *self.instruction_edits(ctx)]
+
+
+HARNESS = Codex()

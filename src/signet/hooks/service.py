@@ -1,0 +1,333 @@
+"""HookService: what each ``/api/hooks/*`` endpoint does, on top of MemoryService.
+
+Recall goes through :meth:`MemoryService.recall` and saves through
+:meth:`MemoryService.remember` (the one path for each); this module adds sessions,
+budgets, injection dedup, transcripts and handoffs.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable
+from datetime import UTC
+from pathlib import Path
+from typing import Any
+
+from signet.config import HooksSettings
+from signet.hooks import store
+from signet.hooks.budget import Section, assemble, estimate_tokens, fit_text
+from signet.hooks.identity import HEADER, identity_sections, read_identity
+from signet.hooks.models import (
+    CompactionCompleteRequest,
+    CompactionCompleteResponse,
+    HookRecallRequest,
+    HookRememberRequest,
+    InjectedMemory,
+    PreCompactionRequest,
+    PreCompactionResponse,
+    PromptSubmitRequest,
+    PromptSubmitResponse,
+    SectionReport,
+    SessionEndRequest,
+    SessionEndResponse,
+    SessionStartRequest,
+    SessionStartResponse,
+)
+from signet.hooks.service_paths import transcript_file
+from signet.hooks.texts import PRE_COMPACTION
+from signet.ingest.base import Turn, clean_turns
+from signet.memory.filters import MemoryFilter
+from signet.memory.scope import UNSCOPED, ReadScope
+from signet.memory.service import MemoryService
+from signet.models import RecallRequest, RecallResponse, RememberRequest, RememberResponse
+from signet.search.fts import query_terms
+from signet.store.database import Database
+
+log = logging.getLogger(__name__)
+
+Summarizer = Callable[[list[Turn]], str | None]
+
+
+def format_memory(row: dict[str, Any]) -> str:
+    day = str(row.get("created_at") or "")[:10]
+    kind = row.get("type") or "fact"
+    pin = " pinned" if row.get("pinned") else ""
+    return f"- [{kind}{pin}{', ' + day if day else ''}] {str(row.get('content', '')).strip()}"
+
+
+def last_exchanges(turns: list[Turn], n: int, max_chars: int = 600) -> str:
+    """The last ``n`` user/assistant exchanges, each side capped, as the fallback handoff."""
+    picked: list[Turn] = []
+    users = 0
+    for t in reversed(turns):
+        picked.append(t)
+        if t.role == "user":
+            users += 1
+            if users >= n:
+                break
+    lines = []
+    for t in reversed(picked):
+        text = t.content if len(t.content) <= max_chars else t.content[: max_chars - 1] + "…"
+        lines.append(f"{t.role}: {text}")
+    return "\n".join(lines)
+
+
+class HookService:
+    def __init__(
+        self, db: Database, memory: MemoryService, settings: HooksSettings, workspace_root: Path,
+        *, pipeline_enabled: bool = True,
+    ) -> None:
+        self.db = db
+        self.memory = memory
+        self.settings = settings
+        self.root = workspace_root
+        self.pipeline_enabled = pipeline_enabled
+        self.summarizer: Summarizer | None = None
+        """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
+
+    # -- session start ---------------------------------------------------------------------
+    def session_start(self, req: SessionStartRequest, *, scope: ReadScope = UNSCOPED) -> SessionStartResponse:
+        agent = req.agent_id or scope.agent_id
+        budget = req.budget_tokens or self.settings.session_budget_tokens
+        key = store.session_key(req.harness, req.session_id) if req.session_id else None
+
+        def read(conn: Any) -> Any:
+            return store.latest_handoff(conn, project=req.project, agent_id=agent, exclude_key=key)
+
+        handoff = self.db.read(read)
+        if key is not None:
+            self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent))
+        memories = self._session_memories(req, handoff, scope)
+        sections = identity_sections(read_identity(self.root, agent, skip=frozenset(req.skip_files)))
+        memory_ids = [m["id"] for m in memories]
+        if handoff is not None:
+            when = str(handoff["updated_at"])[:16].replace("T", " ")
+            where = f" in {handoff['project']}" if handoff["project"] else ""
+            sections.append(Section(
+                "handoff", f"Last session ({handoff['harness']}{where}, {when} UTC)", handoff["content"], share=0.25,
+            ))
+        if memories:
+            sections.append(Section("memories", "Relevant memories", "\n".join(format_memory(m) for m in memories)))
+        out = assemble(sections, budget, header=HEADER)
+        kept = [m["id"] for m in memories if m["content"].strip()[:60] in out.text]
+        if key is not None and kept:
+            self.db.write(lambda c: store.record_injections(c, key, kept, 0, "session-start"))
+        return SessionStartResponse(
+            context=out.text, tokens=out.tokens, budget=budget,
+            sections=[SectionReport.model_validate(s) for s in out.sections],
+            memory_ids=kept if memory_ids else [], handoff_id=handoff["id"] if handoff is not None else None,
+        )
+
+    def _session_memories(self, req: SessionStartRequest, handoff: Any, scope: ReadScope) -> list[dict[str, Any]]:
+        """Pinned first, then what the project's last handoff points at, then recent project work."""
+        limit = self.settings.session_memories
+        if limit <= 0:
+            return []
+        found: dict[str, dict[str, Any]] = {}
+
+        def add(rows: list[dict[str, Any]]) -> None:
+            for r in rows:
+                if len(found) < limit:
+                    found.setdefault(r["id"], r)
+
+        pinned = self.memory.list_memories(MemoryFilter(pinned=True, scope=scope), limit=limit)
+        add([m.model_dump() for m in pinned.items])
+        seed = " ".join(p for p in (req.project, handoff["content"][:800] if handoff is not None else None) if p)
+        if seed and len(found) < limit:
+            res = self.memory.recall(
+                RecallRequest(query=seed, limit=limit, track_access=False), scope=scope
+            )
+            add([r.model_dump() for r in res.results])
+        if req.project and len(found) < limit:
+            recent = self.memory.list_memories(MemoryFilter(project=req.project, scope=scope), limit=limit)
+            add([m.model_dump() for m in recent.items])
+        return list(found.values())
+
+    # -- prompt submit ---------------------------------------------------------------------
+    def prompt_submit(self, req: PromptSubmitRequest, *, scope: ReadScope = UNSCOPED) -> PromptSubmitResponse:
+        cfg = self.settings
+        agent = req.agent_id or scope.agent_id
+        key = store.session_key(req.harness, req.session_id) if req.session_id else None
+        turn = 0
+        if key is not None:
+            turn = self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent, advance=True))
+        prompt = req.prompt.strip()
+        budget = cfg.prompt_budget_tokens if req.budget_tokens is None else req.budget_tokens
+        if len(prompt) < 3 or prompt.startswith("/") or cfg.prompt_max_memories == 0 or budget <= 0:
+            return PromptSubmitResponse(context="", tokens=0, outcome="skipped", top_score=None, memories=[], turn=turn)
+        res = self.memory.recall(
+            RecallRequest(query=prompt[:2000], limit=max(cfg.prompt_max_memories * 4, 10), track_access=False),
+            scope=scope,
+        )
+        scored = self._relevance(prompt, res)
+        if not scored:
+            return PromptSubmitResponse(context="", tokens=0, outcome="no_results", top_score=None, memories=[], turn=turn)
+        top = scored[0][1]
+        passing = [(r, s) for r, s in scored if s >= cfg.prompt_min_score]
+        if not passing:
+            return PromptSubmitResponse(
+                context="", tokens=0, outcome="below_threshold", top_score=round(top, 4), memories=[], turn=turn
+            )
+        seen: set[str] = set()
+        if key is not None:
+            since = max(turn - cfg.prompt_dedup_turns, 0)
+            seen = self.db.read(lambda c: store.recently_injected(c, key, since))
+        fresh = [(r, s) for r, s in passing if r.id not in seen][: cfg.prompt_max_memories]
+        if not fresh:
+            return PromptSubmitResponse(
+                context="", tokens=0, outcome="already_injected", top_score=round(top, 4), memories=[], turn=turn
+            )
+        lines: list[str] = []
+        chosen: list[InjectedMemory] = []
+        title = "Signet memories relevant to this prompt:"
+        for r, s in fresh:
+            line = format_memory(r.model_dump())
+            candidate = "\n".join([title, *lines, line])
+            if estimate_tokens(candidate) > budget:
+                room = budget - estimate_tokens("\n".join([title, *lines]))
+                line = fit_text(line, room - 1) if room > 8 else ""
+                if not line:
+                    break
+            lines.append(line)
+            chosen.append(InjectedMemory(id=r.id, score=round(s, 4), content=r.content))
+        if not chosen:
+            return PromptSubmitResponse(
+                context="", tokens=0, outcome="below_threshold", top_score=round(top, 4), memories=[], turn=turn
+            )
+        context = "\n".join([title, *lines])
+        if key is not None:
+            ids = [m.id for m in chosen]
+            self.db.write(lambda c: store.record_injections(c, key, ids, turn, "user-prompt-submit"))
+        return PromptSubmitResponse(
+            context=context, tokens=estimate_tokens(context), outcome="injected", top_score=round(top, 4),
+            memories=chosen, turn=turn,
+        )
+
+    @staticmethod
+    def _relevance(prompt: str, res: RecallResponse) -> list[tuple[Any, float]]:
+        """Scores to threshold on. Keyword-only recall normalizes the best hit to 1.0 whatever
+        it matched, so there the score is weighted by how many of the prompt's content words
+        the memory actually contains.
+        """
+        if res.method == "hybrid":
+            return [(r, r.score) for r in res.results]
+        terms = set(query_terms(prompt))
+        out = []
+        for r in res.results:
+            words = set(query_terms(r.content))
+            coverage = len(terms & words) / len(terms) if terms else 0.0
+            out.append((r, r.score * coverage))
+        out.sort(key=lambda x: x[1], reverse=True)
+        return out
+
+    # -- session end -----------------------------------------------------------------------
+    def transcript_path(self, harness: str, session_id: str) -> Path:
+        return transcript_file(self.root, harness, session_id)
+
+    def session_end(self, req: SessionEndRequest, *, scope: ReadScope = UNSCOPED) -> SessionEndResponse:
+        agent = req.agent_id or scope.agent_id
+        key = store.session_key(req.harness, req.session_id)
+        turns = clean_turns([
+            Turn(t.role, t.content, t.timestamp.astimezone(UTC).isoformat() if t.timestamp else None)
+            for t in req.turns
+        ])
+        if not turns:
+            self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent))
+            return SessionEndResponse(session_key=key, turns=0, transcript_path=None, handoff_id=None, job_id=None)
+        path = self.transcript_path(req.harness, req.session_id)
+        write_jsonl(path, turns, session_key=key)
+        handoff = last_exchanges(turns, self.settings.handoff_exchanges)
+        now = store.now_iso()
+
+        def write(conn: Any) -> tuple[str, str | None]:
+            store.touch_session(conn, key, req.harness, req.project, agent)
+            store.store_transcript(conn, key, turns, harness=req.harness, project=req.project, agent_id=agent)
+            store.upsert_conversation(
+                conn, key, req.session_id, harness=req.harness, project=req.project, agent_id=agent,
+                started_at=turns[0].timestamp or now, ended_at=turns[-1].timestamp or now, summary=handoff,
+            )
+            hid = store.upsert_handoff(
+                conn, key, harness=req.harness, project=req.project, agent_id=agent, kind="exchange", content=handoff
+            )
+            job = None
+            if self.pipeline_enabled:
+                job = store.enqueue_extraction(conn, {
+                    "source": "session_transcript", "session_key": key, "harness": req.harness,
+                    "project": req.project, "agent_id": agent, "transcript_path": str(path),
+                })
+            return hid, job
+
+        hid, job = self.db.write(write)
+        if self.summarizer is not None:
+            self._upgrade_handoff_later(key, turns, req, agent)
+        return SessionEndResponse(
+            session_key=key, turns=len(turns), transcript_path=str(path), handoff_id=hid, job_id=job
+        )
+
+    def _upgrade_handoff_later(self, key: str, turns: list[Turn], req: SessionEndRequest, agent: str) -> None:
+        """Replace the last-exchanges handoff with an LLM summary, off the request path."""
+        summarize = self.summarizer
+        if summarize is None:
+            return
+
+        def run() -> None:
+            try:
+                summary = summarize(turns)
+            except Exception:  # a failed summary keeps the fallback handoff; the session is saved
+                log.exception("handoff summary failed for %s", key)
+                return
+            if summary and summary.strip():
+                self.db.write(lambda c: store.upsert_handoff(
+                    c, key, harness=req.harness, project=req.project, agent_id=agent, kind="summary",
+                    content=summary.strip(),
+                ))
+
+        threading.Thread(target=run, name=f"signet-handoff-{key[:40]}", daemon=True).start()
+
+    # -- remember / recall -----------------------------------------------------------------
+    def remember(self, req: HookRememberRequest, *, changed_by: str) -> RememberResponse:
+        body = RememberRequest(
+            content=req.content, type=req.type, importance=req.importance, tags=req.tags, pinned=req.pinned,
+            who=req.harness, project=req.project, agent_id=req.agent_id,
+            source_type="hook", source_id=req.session_id,
+        )
+        return self.memory.remember(body, changed_by=changed_by)
+
+    def recall(self, req: HookRecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
+        return self.memory.recall(RecallRequest(query=req.query, limit=req.limit), scope=scope)
+
+    # -- compaction ------------------------------------------------------------------------
+    def pre_compaction(self, req: PreCompactionRequest) -> PreCompactionResponse:
+        text = PRE_COMPACTION
+        if req.custom_instructions:
+            text += "\n\nThe user also asked: " + req.custom_instructions.strip()
+        return PreCompactionResponse(instructions=text)
+
+    def compaction_complete(self, req: CompactionCompleteRequest, *, changed_by: str) -> CompactionCompleteResponse:
+        saved = self.memory.remember(RememberRequest(
+            content=f"Session summary ({req.harness}{', ' + req.project if req.project else ''}): {req.summary}",
+            type="episodic",  # type: ignore[arg-type]
+            importance=0.6, tags=["compaction", "session"], who=req.harness, project=req.project,
+            agent_id=req.agent_id, source_type="compaction", source_id=req.session_id,
+        ), changed_by=changed_by)
+        hid = None
+        if req.session_id:
+            key = store.session_key(req.harness, req.session_id)
+            agent = req.agent_id or "default"
+            hid = self.db.write(lambda c: store.upsert_handoff(
+                c, key, harness=req.harness, project=req.project, agent_id=agent, kind="compaction",
+                content=req.summary,
+            ))
+        return CompactionCompleteResponse(memory_id=saved.id, handoff_id=hid)
+
+
+def write_jsonl(path: Path, turns: list[Turn], *, session_key: str) -> None:
+    """Write the cleaned transcript atomically (a crash never leaves half a file)."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_suffix(".jsonl.tmp")
+    with tmp.open("w", encoding="utf-8") as fh:
+        for i, t in enumerate(turns):
+            fh.write(json.dumps({"session_key": session_key, "index": i, **t.to_dict()}, ensure_ascii=False) + "\n")
+    tmp.replace(path)

@@ -1,0 +1,67 @@
+"""Codex session rollouts (``~/.codex/sessions/YYYY/MM/DD/rollout-*.jsonl``).
+
+Current files wrap each record: ``{"timestamp", "type": "session_meta"|"response_item"|
+"event_msg"|"turn_context", "payload": {...}}``; messages are ``response_item`` payloads
+``{"type": "message", "role", "content": [{"type": "input_text"|"output_text", "text"}]}``.
+Older files put ``{"id", "timestamp", "instructions"}`` first and bare message records after.
+The injected ``<environment_context>``/``<user_instructions>`` messages are dropped.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from signet.ingest.base import Transcript, Turn, clean_turns, jsonl_records, normalize_time, text_of
+
+NAME = "codex"
+BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
+
+
+class CodexAdapter:
+    name = NAME
+    priority = 30
+
+    def can_handle(self, path: Path, first_line: str | None) -> bool:
+        if path.suffix != ".jsonl" or not first_line:
+            return False
+        try:
+            obj = json.loads(first_line)
+        except json.JSONDecodeError:
+            return False
+        if not isinstance(obj, dict):
+            return False
+        if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):
+            return True
+        return "instructions" in obj and "id" in obj and "timestamp" in obj and "type" not in obj
+
+    def parse(self, path: Path) -> Transcript:
+        turns: list[Turn] = []
+        session_id = cwd = None
+        for _, rec in jsonl_records(path):
+            payload: Any = rec.get("payload") if isinstance(rec.get("payload"), dict) else None
+            if rec.get("type") == "session_meta" and payload is not None:
+                session_id = payload.get("id")
+                cwd = payload.get("cwd")
+                continue
+            if session_id is None and "instructions" in rec and "id" in rec:
+                session_id = rec.get("id")
+                continue
+            item = payload if rec.get("type") == "response_item" else (rec if rec.get("type") == "message" else None)
+            if not isinstance(item, dict) or item.get("type") != "message":
+                continue
+            role = item.get("role")
+            if role not in ("user", "assistant"):
+                continue
+            text = text_of(item.get("content"))
+            if text.startswith(BOILERPLATE):
+                continue
+            turns.append(Turn(role, text, normalize_time(rec.get("timestamp"))))
+        return Transcript(
+            adapter=NAME, turns=clean_turns(turns), session_id=session_id, harness=NAME,
+            project=Path(cwd).name if cwd else None, metadata={"cwd": cwd} if cwd else {},
+        )
+
+
+ADAPTER = CodexAdapter()

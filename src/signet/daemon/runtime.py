@@ -14,6 +14,7 @@ from typing import Any
 
 from signet.config import Settings
 from signet.embedding.service import EmbeddingService
+from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
@@ -33,6 +34,7 @@ class Runtime:
         self.service = MemoryService(
             self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root)
         )
+        self.retention = RetentionWorker(self.db, self.settings.retention)
         self.started_at = time.time()
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
@@ -45,6 +47,7 @@ class Runtime:
             return self
         self.db.open()
         self.embeddings.start()
+        self.retention.start()
         for fn in self.on_start:
             fn(self)
         self._running = True
@@ -59,6 +62,7 @@ class Runtime:
                 fn(self)
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
+        self.retention.stop()
         self.embeddings.stop()
         self.db.close()
 

@@ -1,0 +1,87 @@
+"""Operator repair actions: retention sweep, FTS consistency, embedding gaps."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel
+
+from signet.daemon.deps import RuntimeDep
+from signet.store.sqlite import sqlite3
+
+router = APIRouter(tags=["repair"])
+
+
+class SweepResponse(BaseModel):
+    graph_links: int
+    orphaned_entities: int
+    embeddings: int
+    tombstones: int
+    history: int
+    completed_jobs: int
+    dead_jobs: int
+
+
+class FtsCheckRequest(BaseModel):
+    repair: bool = False
+
+
+class FtsCheckResponse(BaseModel):
+    memories: int
+    indexed: int
+    consistent: bool
+    rebuilt: bool
+
+
+class EmbeddingGapsResponse(BaseModel):
+    pending: int
+    provider: str
+    model: str
+    state: str
+
+
+@router.post("/api/repair/retention-sweep", response_model=SweepResponse)
+def retention_sweep(runtime: RuntimeDep) -> SweepResponse:
+    """Run the retention sweep now (tombstones, history, old jobs), in the mandatory order."""
+    return SweepResponse(**runtime.retention.sweep().as_dict())
+
+
+@router.post("/api/repair/check-fts", response_model=FtsCheckResponse)
+def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCheckResponse:
+    """Compare the FTS index with the memories table; ``repair`` rebuilds it when they differ."""
+
+    def count(conn: Any) -> tuple[int, int, bool]:
+        memories = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+        indexed = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+        try:
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            ok = True
+        except sqlite3.DatabaseError:  # FTS5 reports a corrupt or drifted index this way
+            ok = False
+        return int(memories), int(indexed), ok
+
+    memories, indexed, ok = runtime.db.write(count)
+    consistent = ok and memories == indexed
+    rebuilt = False
+    if not consistent and body is not None and body.repair:
+        runtime.db.write(lambda c: c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')"))
+        rebuilt = True
+        memories, indexed, ok = runtime.db.write(count)
+        consistent = ok and memories == indexed
+    return FtsCheckResponse(memories=memories, indexed=indexed, consistent=consistent, rebuilt=rebuilt)
+
+
+@router.get("/api/repair/embedding-gaps", response_model=EmbeddingGapsResponse)
+def embedding_gaps(runtime: RuntimeDep) -> EmbeddingGapsResponse:
+    """How many live memories still lack a vector from the configured model."""
+    e = runtime.embeddings
+    return EmbeddingGapsResponse(pending=e.pending_count(), provider=e.settings.provider, model=e.settings.model,
+                                 state=e.state)
+
+
+@router.post("/api/repair/re-embed", response_model=EmbeddingGapsResponse)
+def re_embed(runtime: RuntimeDep) -> EmbeddingGapsResponse:
+    """Wake the embedder to fill every gap now (it also does so continuously)."""
+    runtime.embeddings.notify()
+    return embedding_gaps(runtime)

@@ -1,0 +1,65 @@
+"""The retention sweep purges in order, only what is past its window, and repair endpoints work."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from signet.daemon.runtime import Runtime
+
+
+def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtime: Runtime) -> None:
+    old = api.post("/api/memory/remember", json={"content": "old deleted memory about Zeta"}).json()["id"]
+    fresh = api.post("/api/memory/remember", json={"content": "recently deleted memory"}).json()["id"]
+    live = api.post("/api/memory/remember", json={"content": "live memory about Zeta"}).json()["id"]
+    assert runtime.embeddings.wait_idle(60)
+    now = datetime.now(UTC).isoformat()
+
+    def graph(conn: Any) -> None:
+        conn.execute("INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
+                     " VALUES ('e1', 'Zeta', 'zeta', 2, ?, ?)", (now, now))
+        conn.execute("INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
+                     " VALUES ('e2', 'Only', 'only', 1, ?, ?)", (now, now))
+        for mid, eid in ((old, "e1"), (live, "e1"), (old, "e2")):
+            conn.execute("INSERT INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, ?, ?)",
+                         (mid, eid, now))
+
+    runtime.db.write(graph)
+    for mid in (old, fresh):
+        assert api.delete(f"/api/memory/{mid}", params={"reason": "test"}).status_code == 200
+    long_ago = (datetime.now(UTC) - timedelta(days=31)).isoformat()
+    runtime.db.write(lambda c: c.execute("UPDATE memories SET deleted_at = ? WHERE id = ?", (long_ago, old)))
+    runtime.db.write(lambda c: c.execute(
+        "UPDATE memory_history SET created_at = ? WHERE memory_id = ? AND event = 'created'",
+        ((datetime.now(UTC) - timedelta(days=200)).isoformat(), live)))
+
+    report = api.post("/api/repair/retention-sweep").json()
+    assert report["tombstones"] == 1 and report["graph_links"] == 2 and report["orphaned_entities"] == 1
+    assert report["embeddings"] == 1 and report["history"] == 1
+    assert api.get(f"/api/memory/{old}").status_code == 404
+    assert api.get(f"/api/memory/{fresh}").json()["is_deleted"] is True  # still within the window
+    assert api.post(f"/api/memory/{fresh}/recover", json={"reason": "keep"}).status_code == 200
+
+    def check(conn: Any) -> tuple[Any, ...]:
+        return (conn.execute("SELECT mentions FROM entities WHERE id = 'e1'").fetchone()[0],
+                conn.execute("SELECT COUNT(*) FROM entities WHERE id = 'e2'").fetchone()[0],
+                conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+
+    assert runtime.db.read(check) == (1, 0, 2)
+    assert api.post("/api/repair/retention-sweep").json()["tombstones"] == 0
+
+
+def test_fts_check_and_rebuild(api: TestClient, runtime: Runtime) -> None:
+    api.post("/api/memory/remember", json={"content": "indexed text about otters"})
+    assert api.post("/api/repair/check-fts").json()["consistent"] is True
+    runtime.db.write(lambda c: c.execute("INSERT INTO memories_fts(memories_fts, rowid, content) VALUES "
+                                         "('delete', (SELECT seq FROM memories LIMIT 1), 'indexed text about otters')"))
+    bad = api.post("/api/repair/check-fts").json()
+    assert bad["consistent"] is False and bad["rebuilt"] is False
+    fixed = api.post("/api/repair/check-fts", json={"repair": True}).json()
+    assert fixed["consistent"] is True and fixed["rebuilt"] is True
+    assert api.post("/api/memory/recall", json={"query": "otters"}).json()["results"]
+    gaps = api.get("/api/repair/embedding-gaps").json()
+    assert gaps["provider"] == "local" and gaps["pending"] >= 0

@@ -17,7 +17,6 @@ from signet.workspace import Workspace
 ROUTERS = [
     "health",
     "memory",
-    "repair",
     "hooks",
     "harnesses",
     "ingest",

@@ -17,6 +17,7 @@ from signet.workspace import Workspace
 ROUTERS = [
     "health",
     "memory",
+    "repair",
     "hooks",
     "harnesses",
     "ingest",

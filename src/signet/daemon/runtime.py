@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from signet.config import Settings
+from signet.daemon.watcher import IdentityWatcher
 from signet.embedding.service import EmbeddingService
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
@@ -35,6 +36,7 @@ class Runtime:
             self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root)
         )
         self.retention = RetentionWorker(self.db, self.settings.retention)
+        self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
@@ -48,6 +50,7 @@ class Runtime:
         self.db.open()
         self.embeddings.start()
         self.retention.start()
+        self.watcher.start()
         for fn in self.on_start:
             fn(self)
         self._running = True
@@ -62,6 +65,7 @@ class Runtime:
                 fn(self)
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
+        self.watcher.stop()
         self.retention.stop()
         self.embeddings.stop()
         self.db.close()

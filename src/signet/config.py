@@ -102,7 +102,7 @@ class HooksSettings(Section):
     session_memories: int = Field(10, ge=0, le=100, description="most relevant memories at session start")
     prompt_budget_tokens: int = Field(300, ge=0, le=10_000, description="per-prompt injection budget")
     prompt_max_memories: int = Field(3, ge=0, le=20)
-    prompt_min_score: float = Field(0.5, ge=0.0, le=1.0, description="inject only when the best score clears this")
+    prompt_min_score: float = Field(0.35, ge=0.0, le=1.0, description="inject only when the best score clears this")
     prompt_dedup_turns: int = Field(10, ge=0, le=10_000, description="skip memories injected this many turns back")
     handoff_exchanges: int = Field(3, ge=1, le=50, description="last exchanges kept as the fallback handoff")
     watch: bool = Field(True, description="watch identity files: regenerate harness files, git auto-commit")

@@ -14,6 +14,7 @@ import os
 import time
 import uuid
 from collections.abc import Callable
+from concurrent.futures import Future
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
@@ -176,8 +177,17 @@ class MemoryService:
     def remember(
         self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None
     ) -> RememberResponse:
+        return self.finish_remember(self.submit_remember(req, changed_by=changed_by, actor_type=actor_type).result())
+
+    def submit_remember(
+        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None
+    ) -> Future[tuple[Any, bool]]:
+        """Queue the write and return its future, for async callers that await it without a thread."""
         mem = self._prepare(req)
-        row, deduped = self.db.write(lambda conn: self._insert(conn, mem, changed_by, actor_type))
+        return self.db.submit(lambda conn: self._insert(conn, mem, changed_by, actor_type))
+
+    def finish_remember(self, outcome: tuple[Any, bool]) -> RememberResponse:
+        row, deduped = outcome
         if not deduped:
             self.embeddings.notify()
         return self._remember_response(row, deduped)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from datetime import datetime
 from typing import Annotated
 
@@ -55,13 +56,16 @@ def _own_agent(req: RememberRequest, scope_agent: str, scoped: bool) -> Remember
 
 
 @router.post("/api/memory/remember", response_model=RememberResponse)
-def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
+async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
     """Store a memory. Returns at once; the vector is computed in the background.
 
     The same content (after normalization) returns the existing id with ``deduped: true``.
     """
+    # Async on purpose: the write is awaited on the writer thread's future, so a remember
+    # costs no worker-thread hop (remember throughput is what importers and hooks feel).
     body = _own_agent(body, scope.agent_id, scope.policy != "all")
-    return runtime.service.remember(body, changed_by=body.who or actor)
+    fut = runtime.service.submit_remember(body, changed_by=body.who or actor)
+    return runtime.service.finish_remember(await asyncio.wrap_future(fut))
 
 
 @router.post("/api/memory/remember/batch", response_model=RememberBatchResponse)

@@ -121,7 +121,8 @@ class HookService:
         )
 
     def _session_memories(self, req: SessionStartRequest, handoff: Any, scope: ReadScope) -> list[dict[str, Any]]:
-        """Pinned first, then what the project's last handoff points at, then recent project work."""
+        """Pinned first, then what the project's last handoff points at, then recent project
+        work, then recent work anywhere."""
         limit = self.settings.session_memories
         if limit <= 0:
             return []
@@ -142,6 +143,9 @@ class HookService:
             add([r.model_dump() for r in res.results])
         if req.project and len(found) < limit:
             recent = self.memory.list_memories(MemoryFilter(project=req.project, scope=scope), limit=limit)
+            add([m.model_dump() for m in recent.items])
+        if len(found) < limit:  # what was learned lately, whatever the project (agenr's browse recall)
+            recent = self.memory.list_memories(MemoryFilter(scope=scope), limit=limit)
             add([m.model_dump() for m in recent.items])
         return list(found.values())
 

@@ -11,7 +11,6 @@ import json
 import logging
 import threading
 from collections.abc import Callable
-from datetime import UTC
 from pathlib import Path
 from typing import Any
 
@@ -39,6 +38,7 @@ from signet.hooks.service_paths import transcript_file
 from signet.hooks.texts import PRE_COMPACTION
 from signet.ingest.base import Turn, clean_turns
 from signet.memory.filters import MemoryFilter
+from signet.memory.records import to_iso
 from signet.memory.scope import UNSCOPED, ReadScope
 from signet.memory.service import MemoryService
 from signet.models import RecallRequest, RecallResponse, RememberRequest, RememberResponse
@@ -234,7 +234,7 @@ class HookService:
         agent = req.agent_id or scope.agent_id
         key = store.session_key(req.harness, req.session_id)
         turns = clean_turns([
-            Turn(t.role, t.content, t.timestamp.astimezone(UTC).isoformat() if t.timestamp else None)
+            Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None)
             for t in req.turns
         ])
         if not turns:

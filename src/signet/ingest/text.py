@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns
+from signet.ingest.base import Transcript, Turn, clean_turns, normalize_time
 
 NAME = "text"
 SPEAKERS = {"user": "user", "human": "user", "me": "user", "assistant": "assistant", "ai": "assistant",
@@ -45,7 +45,7 @@ def speaker_turns(text: str, *, markdown: bool = False) -> list[Turn]:
         if who is not None:
             flush()
             marks += 1
-            role, buf, ts = SPEAKERS[who.lower()], [rest or ""], new_ts
+            role, buf, ts = SPEAKERS[who.lower()], [rest or ""], normalize_time(new_ts)
         elif role is not None:
             buf.append(line)
     flush()

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter
@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from signet.daemon.deps import RuntimeDep, ScopeDep
 from signet.ingest.base import Turn
 from signet.ingest.service import ingest_transcript
+from signet.memory.records import to_iso
 from signet.models import MAX_CONTENT_CHARS, ErrorResponse, ShortText, StrictModel
 
 router = APIRouter(tags=["ingest"], responses={400: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
@@ -44,7 +45,7 @@ class IngestResponse(BaseModel):
 def ingest(body: IngestRequest, runtime: RuntimeDep, scope: ScopeDep) -> IngestResponse:
     """Idempotent by content hash; a changed file replaces its session's turns."""
     turns = [
-        Turn(t.role, t.content, t.timestamp.astimezone(UTC).isoformat() if t.timestamp else None) for t in body.turns
+        Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None) for t in body.turns
     ]
     out = ingest_transcript(
         runtime.db, content_hash=body.content_hash, path=body.path, adapter=body.adapter, turns=turns,

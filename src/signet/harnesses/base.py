@@ -8,6 +8,7 @@ import json
 import shlex
 import shutil
 import sys
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -115,7 +116,8 @@ class Harness:
             body.update(drop_none({"content": _str(p.get("content")), "tags": p.get("tags")}))
         elif event == "recall":
             body.update(drop_none({"query": _str(p.get("query") or p.get("prompt")), "limit": p.get("limit")}))
-        turns = p.get("turns") if isinstance(p.get("turns"), list) else []
+        raw = p.get("turns")
+        turns = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
         return HookRequest(
             body=body, transcript_path=_str(p.get("transcript_path") or p.get("sessionFile")), turns=turns,
         )
@@ -146,7 +148,7 @@ def is_signet_command(command: Any, harness: str) -> bool:
     return isinstance(command, str) and " hook " in command and f"--harness {harness}" in command
 
 
-def add_command_hooks(obj: JsonObj, hooks: dict[str, tuple[str, int, str | None]], harness: str) -> None:
+def add_command_hooks(obj: JsonObj, hooks: Mapping[str, tuple[str, int, str | None]], harness: str) -> None:
     """Ensure one matcher group per event runs our command: ``{event: (command, timeout_s, matcher)}``.
 
     Existing groups of the user's are kept as they are; a stale Signet group (another path

@@ -41,7 +41,7 @@ from signet.memory.filters import MemoryFilter
 from signet.memory.records import to_iso
 from signet.memory.scope import UNSCOPED, ReadScope
 from signet.memory.service import MemoryService
-from signet.models import RecallRequest, RecallResponse, RememberRequest, RememberResponse
+from signet.models import MemoryType, RecallRequest, RecallResponse, RememberRequest, RememberResponse
 from signet.search.fts import query_terms
 from signet.store.database import Database
 
@@ -312,7 +312,7 @@ class HookService:
     def compaction_complete(self, req: CompactionCompleteRequest, *, changed_by: str) -> CompactionCompleteResponse:
         saved = self.memory.remember(RememberRequest(
             content=f"Session summary ({req.harness}{', ' + req.project if req.project else ''}): {req.summary}",
-            type="episodic",  # type: ignore[arg-type]
+            type=MemoryType.EPISODIC,
             importance=0.6, tags=["compaction", "session"], who=req.harness, project=req.project,
             agent_id=req.agent_id, source_type="compaction", source_id=req.session_id,
         ), changed_by=changed_by)

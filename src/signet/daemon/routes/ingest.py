@@ -52,4 +52,4 @@ def ingest(body: IngestRequest, runtime: RuntimeDep, scope: ScopeDep) -> IngestR
         session_id=body.session_id, harness=body.harness, project=body.project,
         agent_id=body.agent_id or scope.agent_id, enqueue=runtime.settings.memory.pipeline.enabled,
     )
-    return IngestResponse(status=out.status, session_key=out.session_key, turns=out.turns, job_id=out.job_id)  # type: ignore[arg-type]
+    return IngestResponse(status=out.status, session_key=out.session_key, turns=out.turns, job_id=out.job_id)

@@ -289,3 +289,43 @@ console.log(JSON.stringify(boot.context.bootstrapFiles));
     kept = quick_ws.root / "memory" / "openclaw" / "transcripts" / "agent_main_main.jsonl"
     assert [json.loads(x)["content"] for x in kept.read_text().splitlines()] == [
         "book the dentist for Friday", "Booked for Friday 9:00."]
+
+
+def test_claude_code_compaction_summary_is_saved(tmp_path: Path, quick_ws: Workspace,
+                                                 start_daemon: Callable[..., DaemonProcess]) -> None:
+    h = Harness(tmp_path, quick_ws, "claude-code")
+    cmds = hook_commands(h.home / ".claude" / "settings.json")
+    d = start_daemon(quick_ws)
+    h.port = d.port
+    transcript = tmp_path / "t.jsonl"
+    claude_transcript(transcript, "sess-c", h.project)
+    with transcript.open("a") as fh:
+        fh.write(json.dumps({
+            "type": "user", "sessionId": "sess-c", "parentUuid": None, "isCompactSummary": True,
+            "timestamp": "2025-06-01T10:00:00.000Z",
+            "message": {"role": "user", "content": "This session is being continued. Summary: the flaky "
+                                                   "checkout test was caused by a timezone bug."}}) + "\n")
+    common = {"session_id": "sess-c", "transcript_path": str(transcript), "cwd": str(h.project)}
+    res, _ = h.run(cmds["SessionStart"][0], {**common, "hook_event_name": "SessionStart", "source": "compact"},
+                   cmds["SessionStart"][1])
+    assert res.returncode == 0 and "hookSpecificOutput" in res.stdout, res.stderr
+    found = httpx.post(f"{d.url}/api/hooks/recall", json={"query": "flaky checkout timezone"}, timeout=30).json()
+    assert found["results"] and "timezone bug" in found["results"][0]["content"]
+    assert "compaction" in found["results"][0]["tags"]
+
+
+def test_hook_answers_within_its_timeout_when_the_daemon_hangs(tmp_path: Path, quick_ws: Workspace) -> None:
+    import socket
+
+    h = Harness(tmp_path, quick_ws, "claude-code")
+    cmds = hook_commands(h.home / ".claude" / "settings.json")
+    with socket.socket() as srv:  # accepts connections (backlog) and never answers
+        srv.bind(("127.0.0.1", 0))
+        srv.listen(16)
+        h.port = srv.getsockname()[1]
+        cmd, timeout = cmds["UserPromptSubmit"]
+        res, took = h.run(cmd, {"session_id": "h", "cwd": str(h.project), "hook_event_name": "UserPromptSubmit",
+                                "prompt": "anything"}, timeout)
+    assert res.returncode == 0 and res.stdout == ""
+    assert took < timeout, f"took {took:.1f}s, the harness gives {timeout}s"
+    assert "not reachable" in res.stderr

@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 from typing import Any, TextIO
 
-from signet.harnesses.base import EVENTS, Harness, HookRequest
+from signet.harnesses.base import EVENTS, Harness, HookInput
 from signet.hooks.budget import estimate_tokens
 from signet.hooks.identity import static_context, workspace_root
 from signet.hooks.texts import DAEMON_DOWN, PRE_COMPACTION
@@ -125,7 +125,7 @@ def read_payload(stream: TextIO) -> dict[str, Any]:
     return obj if isinstance(obj, dict) else {}
 
 
-def transcript_turns(harness: Harness, req: HookRequest) -> list[dict[str, Any]]:
+def transcript_turns(harness: Harness, req: HookInput) -> list[dict[str, Any]]:
     """The turns to keep: sent inline by the harness, or read from its transcript file."""
     if req.turns:
         return [
@@ -155,6 +155,15 @@ def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str
         for i, t in enumerate(turns):
             fh.write(json.dumps({"session_key": f"{harness}:{session_id}", "index": i, **t}, ensure_ascii=False) + "\n")
     return path
+
+
+def _save_compaction(host: str, port: int, body: dict[str, Any], summary: str, actor: str, stderr: TextIO) -> None:
+    fields: dict[str, Any] = {k: body[k] for k in ("harness", "session_id", "project", "cwd", "agent_id") if k in body}
+    try:
+        post(host, port, "/api/hooks/compaction-complete", {**fields, "summary": summary[:100_000]},
+             timeout=TIMEOUTS["session-start"] / 2, actor=actor)
+    except (DaemonDown, HookRejected) as exc:
+        stderr.write(f"signet: compaction summary not saved: {exc}\n")
 
 
 def format_recall(resp: dict[str, Any]) -> str:
@@ -198,6 +207,10 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         body.setdefault("session_id", Path(req.transcript_path).stem if req.transcript_path else "unknown")
 
     actor = f"hook:{harness.name}"
+    if args.event == "session-start":
+        summary = harness.compaction_summary(req)
+        if summary:
+            _save_compaction(host, port, body, summary, actor, stderr)
     try:
         resp = post(host, port, f"/api/hooks/{args.event}", body,
                     timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor)

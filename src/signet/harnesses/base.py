@@ -71,7 +71,7 @@ def signet_argv() -> list[str]:
 
 
 @dataclass
-class HookRequest:
+class HookInput:
     """A harness's hook input, normalized: the body for ``/api/hooks/<event>`` plus where
     the transcript lives (read by the CLI at session end)."""
 
@@ -93,7 +93,7 @@ class Harness:
     """Identity files the harness loads itself from its instruction file (not re-injected)."""
     transcript_adapter: str | None = None
 
-    def parse(self, event: str, payload: JsonObj) -> HookRequest:
+    def parse(self, event: str, payload: JsonObj) -> HookInput:
         p = payload
         body = drop_none({
             "session_id": _str(p.get("session_id") or p.get("sessionId") or p.get("sessionKey")),
@@ -118,13 +118,18 @@ class Harness:
             body.update(drop_none({"query": _str(p.get("query") or p.get("prompt")), "limit": p.get("limit")}))
         raw = p.get("turns")
         turns = [t for t in raw if isinstance(t, dict)] if isinstance(raw, list) else []
-        return HookRequest(
+        return HookInput(
             body=body, transcript_path=_str(p.get("transcript_path") or p.get("sessionFile")), turns=turns,
         )
 
     def render(self, event: str, context: str) -> str:
         """What to print on stdout for ``context`` (plain text by default)."""
         return context
+
+    def compaction_summary(self, hook: HookInput) -> str | None:
+        """The summary a compaction just produced, for harnesses that only signal it by
+        starting the session again (Claude Code's ``SessionStart`` with ``source: compact``)."""
+        return None
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
         """Every file ``signet install`` changes for this harness."""

@@ -10,8 +10,11 @@ are in seconds. Sources: docs/harnesses.md.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from signet.harnesses.base import (
     Harness,
+    HookInput,
     InstallContext,
     add_command_hooks,
     context_json,
@@ -20,6 +23,7 @@ from signet.harnesses.base import (
     strip_command_hooks,
 )
 from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj
+from signet.ingest.base import jsonl_records, text_of
 
 NAME = "claude-code"
 
@@ -48,6 +52,20 @@ class ClaudeCode(Harness):
         if event == "pre-compaction":
             return context  # shown in the transcript; PreCompact cannot add model context
         return ""
+
+    def compaction_summary(self, hook: HookInput) -> str | None:
+        """After ``/compact`` Claude Code starts the session again (``source: compact``); the
+        summary is the transcript's last message marked ``isCompactSummary``."""
+        if hook.body.get("source") != "compact" or not hook.transcript_path:
+            return None
+        path = Path(hook.transcript_path).expanduser()
+        if not path.is_file():
+            return None
+        summary = None
+        for _, rec in jsonl_records(path):
+            if rec.get("isCompactSummary") and isinstance(rec.get("message"), dict):
+                summary = text_of(rec["message"].get("content"), ("text",)) or summary
+        return summary
 
     def settings_edit(self, ctx: InstallContext) -> Edit:
         hooks = {

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 
-from signet.harnesses.base import Harness, HookRequest, InstallContext, del_key, set_key
+from signet.harnesses.base import Harness, HookInput, InstallContext, del_key, set_key
 from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj, OwnedFile
 
 NAME = "openclaw"
@@ -80,7 +80,7 @@ class OpenClaw(Harness):
     synced_identity = frozenset({"AGENTS.md"})
     transcript_adapter = "openclaw"
 
-    def parse(self, event: str, payload: JsonObj) -> HookRequest:
+    def parse(self, event: str, payload: JsonObj) -> HookInput:
         req = super().parse(event, payload)
         key = req.body.get("session_id")
         if isinstance(key, str) and key.startswith("agent:") and key.count(":") >= 2:

@@ -97,11 +97,8 @@ class HookService:
             return store.latest_handoff(conn, project=req.project, agent_id=agent, exclude_key=key)
 
         handoff = self.db.read(read)
-        if key is not None:
-            self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent))
         memories = self._session_memories(req, handoff, scope)
         sections = identity_sections(read_identity(self.root, agent, skip=frozenset(req.skip_files)))
-        memory_ids = [m["id"] for m in memories]
         if handoff is not None:
             when = str(handoff["updated_at"])[:16].replace("T", " ")
             where = f" in {handoff['project']}" if handoff["project"] else ""
@@ -111,13 +108,20 @@ class HookService:
         if memories:
             sections.append(Section("memories", "Relevant memories", "\n".join(format_memory(m) for m in memories)))
         out = assemble(sections, budget, header=HEADER)
+        # Memories whose text made it into the (possibly cut) context count as injected.
         kept = [m["id"] for m in memories if m["content"].strip()[:60] in out.text]
-        if key is not None and kept:
-            self.db.write(lambda c: store.record_injections(c, key, kept, 0, "session-start"))
+        if key is not None:
+            session = key
+
+            def write(conn: Any) -> None:
+                turn = store.touch_session(conn, session, req.harness, req.project, agent)
+                store.record_injections(conn, session, kept, turn, "session-start")
+
+            self.db.write(write)
         return SessionStartResponse(
             context=out.text, tokens=out.tokens, budget=budget,
             sections=[SectionReport.model_validate(s) for s in out.sections],
-            memory_ids=kept if memory_ids else [], handoff_id=handoff["id"] if handoff is not None else None,
+            memory_ids=kept, handoff_id=handoff["id"] if handoff is not None else None,
         )
 
     def _session_memories(self, req: SessionStartRequest, handoff: Any, scope: ReadScope) -> list[dict[str, Any]]:

@@ -29,6 +29,8 @@ TIMEOUTS = {"session-start": 8.0, "user-prompt-submit": 4.0, "session-end": 25.0
 DEFAULT_TIMEOUT = 8.0
 DEFAULT_BUDGET = 2000
 MAX_STDIN = 50 * 1024 * 1024
+MAX_BODY = 7 * 1024 * 1024
+"""Below the daemon's 8 MiB request limit (``signet.daemon.errors.MAX_BODY_BYTES``)."""
 
 
 class DaemonDown(Exception):
@@ -145,11 +147,26 @@ def transcript_turns(harness: Harness, req: HookInput) -> list[dict[str, Any]]:
     return [t.to_dict() for t in parsed.turns if t.role in ("user", "assistant")]
 
 
-def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str, Any]]) -> Path:
-    """Keep a session's transcript when the daemon is down (``signet ingest`` reads it later)."""
+def fit_turns(turns: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
+    """The most recent turns whose JSON fits in ``limit`` bytes."""
+    kept: list[dict[str, Any]] = []
+    size = 0
+    for t in reversed(turns):
+        size += len(json.dumps(t)) + 2
+        if size > limit:
+            break
+        kept.append(t)
+    return kept[::-1]
+
+
+def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str, Any]], *, full: bool = False) -> Path:
+    """Keep a session's transcript when the daemon is down (``signet ingest`` reads it later),
+    or, with ``full``, the whole of one too long to send (``<session>.full.jsonl``)."""
     from signet.hooks.service_paths import transcript_file
 
     path = transcript_file(root, harness, session_id)
+    if full:
+        path = path.with_name(path.stem + ".full.jsonl")
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("w", encoding="utf-8") as fh:
         for i, t in enumerate(turns):
@@ -197,14 +214,22 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     budget = args.budget or int(_section(cfg, "hooks").get("session_budget_tokens") or DEFAULT_BUDGET)
     synced = harness.synced_identity if (root / "harnesses" / f"{harness.name}.json").is_file() else frozenset()
 
+    all_turns: list[dict[str, Any]] = []
     if args.event == "session-start":
         body["skip_files"] = sorted(synced)
         body["budget_tokens"] = budget
     elif args.event == "user-prompt-submit" and args.budget is not None:
         body["budget_tokens"] = args.budget
     elif args.event == "session-end":
-        body["turns"] = transcript_turns(harness, req)
+        all_turns = transcript_turns(harness, req)
+        body["turns"] = all_turns
         body.setdefault("session_id", Path(req.transcript_path).stem if req.transcript_path else "unknown")
+        if len(json.dumps(body)) > MAX_BODY:
+            # Past the daemon's body limit: keep the whole transcript on disk, send the latest turns.
+            saved = save_offline(root, harness.name, str(body["session_id"]), all_turns, full=True)
+            body["turns"] = fit_turns(body["turns"], MAX_BODY - len(json.dumps({**body, "turns": []})))
+            stderr.write(f"signet: long session: full transcript kept at {saved}, "
+                         f"the last {len(body['turns'])} turns sent\n")
 
     actor = f"hook:{harness.name}"
     if args.event == "session-start":
@@ -224,8 +249,8 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
             text = static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
         elif args.event == "pre-compaction":
             text = PRE_COMPACTION
-        elif args.event == "session-end" and body.get("turns") and isinstance(exc, DaemonDown):
-            saved = save_offline(root, harness.name, str(body["session_id"]), body["turns"])
+        elif args.event == "session-end" and all_turns and isinstance(exc, DaemonDown):
+            saved = save_offline(root, harness.name, str(body["session_id"]), all_turns)
             stderr.write(f"signet: transcript kept at {saved}; run `signet ingest {saved}` later\n")
         out = harness.render(args.event, text)
         if out:

@@ -3,6 +3,7 @@ chat log, Markdown, plain text) once each, with their original times."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -11,6 +12,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from signet.cli.app import app
 from signet.cli.client import DaemonClient
+from signet.cli.hook import MAX_BODY
 from signet.errors import SignetError
 from signet.ingest.base import TranscriptError, file_hash
 from signet.ingest.detect import all_adapters, detect, get_adapter
@@ -37,11 +39,15 @@ def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> 
     data = path.read_bytes()
     adapter = get_adapter(adapter_name, adapters) if adapter_name else detect(path, adapters)
     parsed = adapter.parse(path)
-    return {
+    body = {
         "path": str(path), "content_hash": file_hash(data), "adapter": adapter.name,
         "session_id": parsed.session_id, "harness": parsed.harness, "project": parsed.project,
         "turns": [t.to_dict() for t in parsed.turns],
     }
+    size = len(json.dumps(body))
+    if size > MAX_BODY:
+        raise TranscriptError(f"{path}: {size / 2**20:.1f} MiB of turns is over the daemon's request limit; split it")
+    return body
 
 
 @app.command()

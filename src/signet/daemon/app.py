@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import importlib
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
+from starlette.routing import BaseRoute, Route
 
 from signet import __version__
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
@@ -18,6 +19,7 @@ ROUTERS = [
     "health",
     "memory",
     "repair",
+    "dashboard",
     "hooks",
     "harnesses",
     "ingest",
@@ -54,3 +56,23 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.add_middleware(BodySizeLimit)
     return app
+
+
+def iter_routes(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str, BaseRoute]]:
+    """Every (method, path, route) of an app, flattening included routers.
+
+    FastAPI keeps ``include_router`` results as nested router objects, so ``app.routes``
+    alone does not list the endpoints; tests (docs, permissions) must walk them with this.
+    """
+    for route in routes:
+        ctx = getattr(route, "include_context", None)
+        if ctx is not None:
+            yield from iter_routes(ctx.included_router.routes, prefix + (ctx.prefix or ""))
+        elif isinstance(route, Route):
+            for method in sorted(route.methods or {"GET"}):
+                if method != "HEAD":
+                    yield method, prefix + route.path, route
+        else:
+            path = getattr(route, "path", None)
+            if path is not None:
+                yield "*", prefix + path, route

@@ -2,8 +2,22 @@
 
 from __future__ import annotations
 
-from signet.cli import daemon, ingest, install, memory, setup  # noqa: F401  (registers commands)
+import importlib
+
 from signet.cli.app import app
+
+# One module per noun group, one line each (add yours on its own line).
+COMMAND_MODULES = [
+    "setup",
+    "daemon",
+    "memory",
+    "doctor",
+    "ingest",
+    "install",
+]
+
+for _name in COMMAND_MODULES:
+    importlib.import_module(f"signet.cli.{_name}")
 
 
 def run() -> None:

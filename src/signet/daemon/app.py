@@ -20,6 +20,7 @@ ROUTERS = [
     "memory",
     "repair",
     "dashboard",
+    "diagnostics",
     "hooks",
     "harnesses",
     "ingest",

@@ -1,0 +1,1 @@
+"""Operations: diagnostics (read-only health signals) and repair."""

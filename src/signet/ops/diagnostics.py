@@ -1,0 +1,160 @@
+"""Read-only health signals across domains, weighted into one composite score (spec 001).
+
+| domain   | weight | signals                                                        |
+| queue    | 0.28   | pending depth > 50, dead rate > 1%, oldest pending > 5 min, stale leases |
+| storage  | 0.14   | tombstone ratio > 30%, SQLite quick_check                      |
+| index    | 0.19   | FTS/memory count mismatch > 10%, embedding coverage < 80%      |
+| provider | 0.24   | embedder state; LLM call outcomes when the pipeline records them |
+| mutation | 0.10   | recovery events > 5 in the last 7 days                         |
+| connector| 0.05   | (no connectors yet: always healthy)                            |
+
+Scores run 0..1; ``>= 0.8`` healthy, ``>= 0.5`` degraded, else unhealthy. Nothing here
+writes; every finding carries the action that would fix it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from signet.daemon.runtime import Runtime
+
+WEIGHTS = {"queue": 0.28, "storage": 0.14, "index": 0.19, "provider": 0.24, "mutation": 0.10, "connector": 0.05}
+
+
+@dataclass
+class Domain:
+    name: str
+    score: float = 1.0
+    findings: list[str] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+
+    def penalize(self, amount: float, finding: str) -> None:
+        self.score = max(0.0, self.score - amount)
+        self.findings.append(finding)
+
+    @property
+    def status(self) -> str:
+        return status_of(self.score)
+
+
+def status_of(score: float) -> str:
+    return "healthy" if score >= 0.8 else ("degraded" if score >= 0.5 else "unhealthy")
+
+
+def _scalar(conn: Any, sql: str, *params: Any) -> Any:
+    row = conn.execute(sql, params).fetchone()
+    return row[0] if row is not None else None
+
+
+def _table_exists(conn: Any, name: str) -> bool:
+    return _scalar(conn, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name) is not None
+
+
+def queue_domain(conn: Any, lease_timeout_ms: int, now: datetime) -> Domain:
+    d = Domain("queue")
+    counts = {r[0]: int(r[1]) for r in conn.execute("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status")}
+    total = sum(counts.values())
+    pending, dead = counts.get("pending", 0), counts.get("dead", 0)
+    oldest = _scalar(conn, "SELECT MIN(created_at) FROM memory_jobs WHERE status = 'pending'")
+    stale_cut = (now - timedelta(milliseconds=lease_timeout_ms)).isoformat()
+    stale = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status = 'leased' AND leased_at < ?", stale_cut))
+    d.metrics = {"by_status": counts, "oldest_pending": oldest, "stale_leases": stale}
+    if pending > 50:
+        d.penalize(0.3, f"{pending} jobs pending: is an LLM provider configured and reachable? (GET /api/pipeline/status)")
+    if total and dead / total > 0.01:
+        d.penalize(0.3, f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)")
+    if oldest is not None:
+        age = (now - datetime.fromisoformat(oldest)).total_seconds()
+        d.metrics["oldest_pending_age_s"] = round(age, 1)
+        if age > 300:
+            d.penalize(0.2, f"the oldest pending job has waited {age / 60:.0f} min")
+    if stale:
+        d.penalize(0.2, f"{stale} leases older than the lease timeout (released by the reaper, or POST /api/repair/release-leases)")
+    return d
+
+
+def storage_domain(conn: Any) -> Domain:
+    d = Domain("storage")
+    total = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
+    deleted = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 1"))
+    check = str(_scalar(conn, "PRAGMA quick_check"))
+    pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
+    d.metrics = {"memories": total, "tombstones": deleted, "quick_check": check, "database_bytes": pages}
+    if check != "ok":
+        d.penalize(1.0, f"SQLite quick_check failed: {check}; stop the daemon and back up memories.db before repairing")
+    if total and deleted / total > 0.3:
+        d.penalize(0.4, f"{deleted / total:.0%} of rows are tombstones; run POST /api/repair/retention-sweep")
+    return d
+
+
+def index_domain(conn: Any, runtime: Runtime) -> Domain:
+    d = Domain("index")
+    memories = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
+    indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
+    active = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0"))
+    embedded = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0 AND embedding_model = ?",
+                           runtime.embeddings.model_key))
+    coverage = embedded / active if active else 1.0
+    d.metrics = {"memories": memories, "fts_rows": indexed, "embedded": embedded, "active": active,
+                 "coverage": round(coverage, 4), "vector_index_rows": len(runtime.index)}
+    if memories and abs(memories - indexed) / memories > 0.1:
+        d.penalize(0.5, f"FTS index has {indexed} rows for {memories} memories; POST /api/repair/check-fts with repair")
+    if runtime.embeddings.state != "disabled" and coverage < 0.8:
+        d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
+    return d
+
+
+def provider_domain(conn: Any, runtime: Runtime) -> Domain:
+    d = Domain("provider")
+    emb = runtime.embeddings
+    d.metrics = {"embedding": {"provider": emb.settings.provider, "state": emb.state, "error": emb.error}}
+    if emb.state == "unavailable":
+        d.penalize(0.6, f"embedding provider unavailable: {emb.error}")
+    elif emb.state == "disabled":
+        d.penalize(0.3, "embedding provider is 'none': vector search is off")
+    if _table_exists(conn, "llm_calls"):
+        rows = list(conn.execute("SELECT outcome, COUNT(*) FROM (SELECT outcome FROM llm_calls ORDER BY rowid DESC LIMIT 100) GROUP BY outcome"))
+        outcomes = {r[0]: int(r[1]) for r in rows}
+        n = sum(outcomes.values())
+        d.metrics["llm_recent_outcomes"] = outcomes
+        if n:
+            ok = outcomes.get("success", 0) / n
+            if ok < 0.9:
+                d.penalize(0.4 * (1 - ok) / 0.9 + 0.1, f"only {ok:.0%} of the last {n} LLM calls succeeded")
+    return d
+
+
+def mutation_domain(conn: Any, now: datetime) -> Domain:
+    d = Domain("mutation")
+    since = (now - timedelta(days=7)).isoformat()
+    recovered = int(_scalar(conn, "SELECT COUNT(*) FROM memory_history WHERE event = 'recovered' AND created_at >= ?", since))
+    d.metrics = {"recoveries_7d": recovered}
+    if recovered > 5:
+        d.penalize(0.4, f"{recovered} recoveries in 7 days: something is deleting memories it should not")
+    return d
+
+
+def diagnose(runtime: Runtime) -> dict[str, Any]:
+    now = datetime.now(UTC)
+    lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
+
+    def read(conn: Any) -> list[Domain]:
+        return [
+            queue_domain(conn, lease_ms, now), storage_domain(conn), index_domain(conn, runtime),
+            provider_domain(conn, runtime), mutation_domain(conn, now), Domain("connector"),
+        ]
+
+    domains = runtime.db.read(read)
+    composite = sum(WEIGHTS[d.name] * d.score for d in domains)
+    return {
+        "score": round(composite, 4),
+        "status": status_of(composite),
+        "checked_at": now.isoformat(),
+        "domains": {
+            d.name: {"score": round(d.score, 4), "status": d.status, "weight": WEIGHTS[d.name],
+                     "findings": d.findings, "metrics": d.metrics}
+            for d in domains
+        },
+    }

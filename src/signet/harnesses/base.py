@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from signet.harnesses.merge import Edit, JsonObj
+from signet.harnesses.merge import Edit, JsonEdit, JsonObj
 
 # Signet's hook events (the daemon's /api/hooks/<event>).
 EVENTS = (
@@ -202,6 +202,41 @@ def strip_command_hooks(obj: JsonObj, harness: str) -> None:
             del table[event]
     if not table:
         del obj["hooks"]
+
+
+def command_hooks_edit(
+    path: Path, ctx: InstallContext, harness: str, hooks: Mapping[str, tuple[str, int, str | None]]
+) -> JsonEdit:
+    """A hooks.json-style edit (Claude Code, Codex): ``{harness event: (signet event, timeout_s, matcher)}``."""
+    commands = {
+        ev: (ctx.command("hook", signet_ev, "--harness", harness), timeout, matcher)
+        for ev, (signet_ev, timeout, matcher) in hooks.items()
+    }
+
+    def add(obj: JsonObj) -> None:
+        add_command_hooks(obj, commands, harness)
+
+    def strip(obj: JsonObj) -> None:
+        strip_command_hooks(obj, harness)
+
+    return JsonEdit(path, "json", f"hooks ({', '.join(hooks)})", add=add, strip=strip)
+
+
+def mcp_server_edit(path: Path, key: tuple[str, ...], server: dict[str, Any], description: str) -> JsonEdit:
+    """The ``signet`` MCP server entry at ``key`` of a JSON config (parents created, emptied ones removed)."""
+
+    def add(obj: JsonObj) -> None:
+        set_key(obj, key, server)
+
+    def strip(obj: JsonObj) -> None:
+        del_key(obj, key)
+
+    return JsonEdit(path, "json", description, add=add, strip=strip)
+
+
+def stdio_server(ctx: InstallContext) -> dict[str, Any]:
+    """``{"command", "args"}`` running ``signet mcp`` (the shape Cursor and Windsurf read)."""
+    return {"command": ctx.signet[0], "args": [*ctx.signet[1:], "mcp"]}
 
 
 def set_key(obj: JsonObj, path: tuple[str, ...], value: Any) -> None:

@@ -16,13 +16,12 @@ from signet.harnesses.base import (
     Harness,
     HookInput,
     InstallContext,
-    add_command_hooks,
+    command_hooks_edit,
     context_json,
-    del_key,
-    set_key,
-    strip_command_hooks,
+    mcp_server_edit,
+    stdio_server,
 )
-from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj
+from signet.harnesses.merge import BlockEdit, Edit
 from signet.ingest.base import jsonl_records, text_of
 
 NAME = "claude-code"
@@ -68,30 +67,12 @@ class ClaudeCode(Harness):
         return summary
 
     def settings_edit(self, ctx: InstallContext) -> Edit:
-        hooks = {
-            ev: (ctx.command("hook", signet_ev, "--harness", NAME), timeout, matcher)
-            for ev, (signet_ev, timeout, matcher) in HOOKS.items()
-        }
-
-        def add(obj: JsonObj) -> None:
-            add_command_hooks(obj, hooks, NAME)
-
-        def strip(obj: JsonObj) -> None:
-            strip_command_hooks(obj, NAME)
-
-        return JsonEdit(ctx.home / ".claude" / "settings.json", "json", "hooks (SessionStart, UserPromptSubmit, "
-                        "SessionEnd, PreCompact)", add=add, strip=strip)
+        return command_hooks_edit(ctx.home / ".claude" / "settings.json", ctx, NAME, HOOKS)
 
     def mcp_edit(self, ctx: InstallContext) -> Edit:
-        server = {"type": "stdio", "command": ctx.signet[0], "args": [*ctx.signet[1:], "mcp"]}
-
-        def add(obj: JsonObj) -> None:
-            set_key(obj, ("mcpServers", "signet"), server)
-
-        def strip(obj: JsonObj) -> None:
-            del_key(obj, ("mcpServers", "signet"))
-
-        return JsonEdit(ctx.home / ".claude.json", "json", "MCP server 'signet' (user scope)", add=add, strip=strip)
+        server = {"type": "stdio", **stdio_server(ctx)}
+        return mcp_server_edit(ctx.home / ".claude.json", ("mcpServers", "signet"), server,
+                               "MCP server 'signet' (user scope)")
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         return [BlockEdit(ctx.home / ".claude" / "CLAUDE.md", "markdown", "instructions from AGENTS.md",

@@ -12,14 +12,8 @@ from __future__ import annotations
 
 import json
 
-from signet.harnesses.base import (
-    Harness,
-    InstallContext,
-    add_command_hooks,
-    context_json,
-    strip_command_hooks,
-)
-from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj, toml_validator
+from signet.harnesses.base import Harness, InstallContext, command_hooks_edit, context_json
+from signet.harnesses.merge import BlockEdit, Edit, toml_validator
 
 NAME = "codex"
 
@@ -48,19 +42,7 @@ class Codex(Harness):
         return ""
 
     def hooks_edit(self, ctx: InstallContext) -> Edit:
-        hooks = {
-            ev: (ctx.command("hook", signet_ev, "--harness", NAME), timeout, matcher)
-            for ev, (signet_ev, timeout, matcher) in HOOKS.items()
-        }
-
-        def add(obj: JsonObj) -> None:
-            add_command_hooks(obj, hooks, NAME)
-
-        def strip(obj: JsonObj) -> None:
-            strip_command_hooks(obj, NAME)
-
-        return JsonEdit(ctx.home / ".codex" / "hooks.json", "json", "hooks (SessionStart, UserPromptSubmit, Stop)",
-                        add=add, strip=strip)
+        return command_hooks_edit(ctx.home / ".codex" / "hooks.json", ctx, NAME, HOOKS)
 
     def mcp_edit(self, ctx: InstallContext) -> Edit:
         args = json.dumps([*ctx.signet[1:], "mcp"])

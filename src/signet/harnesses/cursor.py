@@ -7,8 +7,8 @@ Cursor has no session hooks Signet uses: memories reach it through the MCP tools
 
 from __future__ import annotations
 
-from signet.harnesses.base import Harness, InstallContext, del_key, set_key
-from signet.harnesses.merge import Edit, JsonEdit, JsonObj, OwnedFile
+from signet.harnesses.base import Harness, InstallContext, mcp_server_edit, stdio_server
+from signet.harnesses.merge import Edit, OwnedFile
 
 NAME = "cursor"
 MARKER = "signet: managed by `signet install cursor`"
@@ -28,18 +28,10 @@ class Cursor(Harness):
     display_name = "Cursor"
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
-        server = {"command": ctx.signet[0], "args": [*ctx.signet[1:], "mcp"]}
-
-        def add(obj: JsonObj) -> None:
-            set_key(obj, ("mcpServers", "signet"), server)
-
-        def strip(obj: JsonObj) -> None:
-            del_key(obj, ("mcpServers", "signet"))
-
-        return [
-            *self.instruction_edits(ctx),
-            JsonEdit(ctx.home / ".cursor" / "mcp.json", "json", "MCP server 'signet'", add=add, strip=strip),
-        ]
+        mcp = mcp_server_edit(
+            ctx.home / ".cursor" / "mcp.json", ("mcpServers", "signet"), stdio_server(ctx), "MCP server 'signet'"
+        )
+        return [*self.instruction_edits(ctx), mcp]
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         base = ctx.project if ctx.project is not None else ctx.home

@@ -11,8 +11,8 @@ from __future__ import annotations
 
 import json
 
-from signet.harnesses.base import Harness, InstallContext, del_key, set_key
-from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj, OwnedFile
+from signet.harnesses.base import Harness, InstallContext, mcp_server_edit
+from signet.harnesses.merge import BlockEdit, Edit, OwnedFile
 
 NAME = "opencode"
 MD_BEGIN = "<!-- signet:begin -->"
@@ -95,18 +95,11 @@ class OpenCode(Harness):
     def edits(self, ctx: InstallContext) -> list[Edit]:
         base = ctx.home / ".config" / "opencode"
         server = {"type": "local", "command": [*ctx.signet, "mcp"], "enabled": True}
-
-        def add(obj: JsonObj) -> None:
-            set_key(obj, ("mcp", "signet"), server)
-
-        def strip(obj: JsonObj) -> None:
-            del_key(obj, ("mcp", "signet"))
-
         plugin = PLUGIN.format(marker=PLUGIN_MARKER, argv=json.dumps(ctx.signet))
         return [
             OwnedFile(base / "plugins" / "signet.js", "owned", "plugin (session start, prompts, session end)",
                       content=plugin, marker=PLUGIN_MARKER),
-            JsonEdit(base / "opencode.json", "json", "MCP server 'signet'", add=add, strip=strip),
+            mcp_server_edit(base / "opencode.json", ("mcp", "signet"), server, "MCP server 'signet'"),
             *self.instruction_edits(ctx),
         ]
 

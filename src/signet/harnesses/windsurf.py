@@ -8,8 +8,8 @@ Windsurf caps the global rules file (6,000 characters); the generated block is c
 
 from __future__ import annotations
 
-from signet.harnesses.base import Harness, InstallContext, del_key, set_key
-from signet.harnesses.merge import BlockEdit, Edit, JsonEdit, JsonObj, OwnedFile
+from signet.harnesses.base import Harness, InstallContext, mcp_server_edit, stdio_server
+from signet.harnesses.merge import BlockEdit, Edit, OwnedFile
 
 NAME = "windsurf"
 MD_BEGIN = "<!-- signet:begin -->"
@@ -33,19 +33,9 @@ class Windsurf(Harness):
     display_name = "Windsurf"
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
-        server = {"command": ctx.signet[0], "args": [*ctx.signet[1:], "mcp"]}
-
-        def add(obj: JsonObj) -> None:
-            set_key(obj, ("mcpServers", "signet"), server)
-
-        def strip(obj: JsonObj) -> None:
-            del_key(obj, ("mcpServers", "signet"))
-
-        return [
-            *self.instruction_edits(ctx),
-            JsonEdit(ctx.home / ".codeium" / "windsurf" / "mcp_config.json", "json", "MCP server 'signet'",
-                     add=add, strip=strip),
-        ]
+        config = ctx.home / ".codeium" / "windsurf" / "mcp_config.json"
+        mcp = mcp_server_edit(config, ("mcpServers", "signet"), stdio_server(ctx), "MCP server 'signet'")
+        return [*self.instruction_edits(ctx), mcp]
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         if ctx.project is not None:

@@ -112,6 +112,26 @@ def jsonl_records(path: Path) -> Iterator[tuple[int, dict[str, Any]]]:
             yield i, obj
 
 
+def first_json(path: Path, line: str | None) -> dict[str, Any] | None:
+    """The first line of a ``.jsonl`` file as an object, for sniffing; None otherwise."""
+    if path.suffix != ".jsonl" or not line:
+        return None
+    try:
+        obj = json.loads(line)
+    except json.JSONDecodeError:
+        return None
+    return obj if isinstance(obj, dict) else None
+
+
+def harness_transcript(adapter: str, turns: list[Turn], session_id: Any, cwd: Any) -> Transcript:
+    """A harness session: its id, and the project named after its working directory."""
+    cwd_s = cwd if isinstance(cwd, str) and cwd else None
+    return Transcript(
+        adapter=adapter, turns=clean_turns(turns), session_id=str(session_id) if session_id else None,
+        harness=adapter, project=Path(cwd_s).name if cwd_s else None, metadata={"cwd": cwd_s} if cwd_s else {},
+    )
+
+
 def first_line(path: Path, limit: int = 65536) -> str | None:
     try:
         with path.open(encoding="utf-8", errors="replace") as fh:

@@ -8,10 +8,17 @@ Lines are events: ``{"type": "user"|"assistant", "message": {"role", "content"},
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns, jsonl_records, normalize_time, text_of
+from signet.ingest.base import (
+    Transcript,
+    Turn,
+    first_json,
+    harness_transcript,
+    jsonl_records,
+    normalize_time,
+    text_of,
+)
 
 NAME = "claude-code"
 
@@ -21,13 +28,8 @@ class ClaudeCodeAdapter:
     priority = 30
 
     def can_handle(self, path: Path, first_line: str | None) -> bool:
-        if path.suffix != ".jsonl" or not first_line:
-            return False
-        try:
-            obj = json.loads(first_line)
-        except json.JSONDecodeError:
-            return False
-        if not isinstance(obj, dict):
+        obj = first_json(path, first_line)
+        if obj is None:
             return False
         if obj.get("type") == "summary" and "leafUuid" in obj:
             return True
@@ -49,10 +51,7 @@ class ClaudeCodeAdapter:
             if text.startswith("<command-name>") or text.startswith("<local-command-stdout>"):
                 continue
             turns.append(Turn(str(role), text, normalize_time(rec.get("timestamp"))))
-        return Transcript(
-            adapter=NAME, turns=clean_turns(turns), session_id=session_id, harness=NAME,
-            project=Path(cwd).name if cwd else None, metadata={"cwd": cwd} if cwd else {},
-        )
+        return harness_transcript(NAME, turns, session_id, cwd)
 
 
 ADAPTER = ClaudeCodeAdapter()

@@ -9,11 +9,18 @@ The injected ``<environment_context>``/``<user_instructions>`` messages are drop
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 from typing import Any
 
-from signet.ingest.base import Transcript, Turn, clean_turns, jsonl_records, normalize_time, text_of
+from signet.ingest.base import (
+    Transcript,
+    Turn,
+    first_json,
+    harness_transcript,
+    jsonl_records,
+    normalize_time,
+    text_of,
+)
 
 NAME = "codex"
 BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")
@@ -24,13 +31,8 @@ class CodexAdapter:
     priority = 30
 
     def can_handle(self, path: Path, first_line: str | None) -> bool:
-        if path.suffix != ".jsonl" or not first_line:
-            return False
-        try:
-            obj = json.loads(first_line)
-        except json.JSONDecodeError:
-            return False
-        if not isinstance(obj, dict):
+        obj = first_json(path, first_line)
+        if obj is None:
             return False
         if obj.get("type") == "session_meta" and isinstance(obj.get("payload"), dict):
             return True
@@ -58,10 +60,7 @@ class CodexAdapter:
             if text.startswith(BOILERPLATE):
                 continue
             turns.append(Turn(role, text, normalize_time(rec.get("timestamp"))))
-        return Transcript(
-            adapter=NAME, turns=clean_turns(turns), session_id=session_id, harness=NAME,
-            project=Path(cwd).name if cwd else None, metadata={"cwd": cwd} if cwd else {},
-        )
+        return harness_transcript(NAME, turns, session_id, cwd)
 
 
 ADAPTER = CodexAdapter()

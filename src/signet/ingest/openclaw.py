@@ -8,10 +8,17 @@ assistant text parts are kept.
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns, jsonl_records, normalize_time, text_of
+from signet.ingest.base import (
+    Transcript,
+    Turn,
+    first_json,
+    harness_transcript,
+    jsonl_records,
+    normalize_time,
+    text_of,
+)
 
 NAME = "openclaw"
 
@@ -21,13 +28,8 @@ class OpenClawAdapter:
     priority = 30
 
     def can_handle(self, path: Path, first_line: str | None) -> bool:
-        if path.suffix != ".jsonl" or not first_line:
-            return False
-        try:
-            obj = json.loads(first_line)
-        except json.JSONDecodeError:
-            return False
-        return isinstance(obj, dict) and obj.get("type") == "session" and "id" in obj and "version" in obj
+        obj = first_json(path, first_line)
+        return obj is not None and obj.get("type") == "session" and "id" in obj and "version" in obj
 
     def parse(self, path: Path) -> Transcript:
         turns: list[Turn] = []
@@ -44,10 +46,7 @@ class OpenClawAdapter:
                 continue
             ts = normalize_time(rec.get("timestamp")) or normalize_time(msg.get("timestamp"))
             turns.append(Turn(role, text_of(msg.get("content"), ("text",)), ts))
-        return Transcript(
-            adapter=NAME, turns=clean_turns(turns), session_id=session_id, harness=NAME,
-            project=Path(cwd).name if cwd else None, metadata={"cwd": cwd} if cwd else {},
-        )
+        return harness_transcript(NAME, turns, session_id, cwd)
 
 
 ADAPTER = OpenClawAdapter()

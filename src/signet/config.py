@@ -96,9 +96,10 @@ class DaemonSettings(Section):
 
 
 class HooksSettings(Section):
-    """Harness hooks (docs/harnesses.md): context budgets, prompt injection, identity sync."""
+    """Harness hooks (docs/harnesses.md): prompt injection, handoff, identity sync.
 
-    session_budget_tokens: int = Field(2000, ge=100, le=100_000, description="session-start context budget")
+    The session-start budget is ``memory.session_budget``."""
+
     session_memories: int = Field(10, ge=0, le=100, description="most relevant memories at session start")
     prompt_budget_tokens: int = Field(300, ge=0, le=10_000, description="per-prompt injection budget")
     prompt_max_memories: int = Field(3, ge=0, le=20)

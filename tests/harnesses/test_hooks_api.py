@@ -39,7 +39,7 @@ def test_session_start_has_identity_memories_and_stays_in_budget(api: TestClient
     seed(api, runtime, project="shop")
     # A long instruction file must be cut, not blow the budget.
     (runtime.workspace.root / "AGENTS.md").write_text("# Agent\n\n" + "Follow the house rules carefully. " * 800)
-    for budget in (150, 400, 1000, 3000):
+    for budget in (0, 20, 150, 400, 1000, 3000):
         out = post(api, "session-start", harness="claude-code", session_id=f"b{budget}", project="shop",
                    budget_tokens=budget)
         assert out["tokens"] <= budget
@@ -163,7 +163,7 @@ def test_remember_recall_and_compaction(api: TestClient, runtime: Runtime) -> No
 
 
 @pytest.mark.parametrize(("event", "body"), [
-    ("session-start", {"budget_tokens": 5}),
+    ("session-start", {"budget_tokens": -5}),
     ("session-start", {"skip_files": ["../etc/passwd"]}),
     ("session-start", {"surprise": 1}),
     ("user-prompt-submit", {}),

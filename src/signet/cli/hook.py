@@ -208,18 +208,19 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     if body["project"] is None:
         body.pop("project")
 
+    # agent.yaml is read only when needed: for the address, or for the offline session-start budget.
     need_config = not (os.environ.get("SIGNET_HOST") and os.environ.get("SIGNET_PORT")) or args.event == "session-start"
     cfg = load_config(root) if need_config else {}
     host, port = daemon_address(cfg)
-    budget = args.budget or int(_section(cfg, "hooks").get("session_budget_tokens") or DEFAULT_BUDGET)
+    configured = _section(cfg, "memory").get("session_budget")
+    budget = args.budget or (configured if isinstance(configured, int) and configured >= 0 else DEFAULT_BUDGET)
     synced = harness.synced_identity if (root / "harnesses" / f"{harness.name}.json").is_file() else frozenset()
 
     all_turns: list[dict[str, Any]] = []
+    if args.budget is not None and args.event in ("session-start", "user-prompt-submit"):
+        body["budget_tokens"] = args.budget
     if args.event == "session-start":
         body["skip_files"] = sorted(synced)
-        body["budget_tokens"] = budget
-    elif args.event == "user-prompt-submit" and args.budget is not None:
-        body["budget_tokens"] = args.budget
     elif args.event == "session-end":
         all_turns = transcript_turns(harness, req)
         body["turns"] = all_turns

@@ -22,7 +22,7 @@ from signet.models import (
     Tags,
 )
 
-BudgetTokens = Annotated[int, Field(ge=100, le=100_000)]
+BudgetTokens = Annotated[int, Field(ge=0, le=100_000)]
 IdentityName = Literal["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "MEMORY.md"]
 
 
@@ -36,7 +36,7 @@ class HookRequest(StrictModel):
 
 class SessionStartRequest(HookRequest):
     source: ShortText | None = Field(None, description="startup, resume, clear or compact (harness-specific).")
-    budget_tokens: BudgetTokens | None = Field(None, description="Default: hooks.session_budget_tokens.")
+    budget_tokens: BudgetTokens | None = Field(None, description="Default: memory.session_budget.")
     skip_files: Annotated[list[IdentityName], Field(max_length=5)] = Field(
         default_factory=list, description="Identity files the harness already loads itself (e.g. via CLAUDE.md)."
     )

@@ -77,11 +77,13 @@ def last_exchanges(turns: list[Turn], n: int, max_chars: int = 600) -> str:
 class HookService:
     def __init__(
         self, db: Database, memory: MemoryService, settings: HooksSettings, workspace_root: Path,
-        *, pipeline_enabled: bool = True,
+        *, session_budget: int = 2000, pipeline_enabled: bool = True,
     ) -> None:
         self.db = db
         self.memory = memory
         self.settings = settings
+        self.session_budget = session_budget
+        """Default session-start budget in tokens (``memory.session_budget``; 0 turns it off)."""
         self.root = workspace_root
         self.pipeline_enabled = pipeline_enabled
         self.summarizer: Summarizer | None = None
@@ -90,7 +92,9 @@ class HookService:
     # -- session start ---------------------------------------------------------------------
     def session_start(self, req: SessionStartRequest, *, scope: ReadScope = UNSCOPED) -> SessionStartResponse:
         agent = req.agent_id or scope.agent_id
-        budget = req.budget_tokens or self.settings.session_budget_tokens
+        budget = req.budget_tokens if req.budget_tokens is not None else self.session_budget
+        if budget <= 0:
+            return SessionStartResponse(context="", tokens=0, budget=0, sections=[], memory_ids=[], handoff_id=None)
         key = store.session_key(req.harness, req.session_id) if req.session_id else None
 
         def read(conn: Any) -> Any:

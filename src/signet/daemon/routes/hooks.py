@@ -38,6 +38,7 @@ def hook_service(runtime: Runtime) -> HookService:
     if not isinstance(svc, HookService):
         svc = HookService(
             runtime.db, runtime.service, runtime.settings.hooks, runtime.workspace.root,
+            session_budget=runtime.settings.memory.session_budget,
             pipeline_enabled=runtime.settings.memory.pipeline.enabled,
         )
         runtime.extras["hooks"] = svc

@@ -117,18 +117,13 @@ def upsert_handoff(
 
 
 def latest_handoff(conn: Any, *, project: str | None, agent_id: str, exclude_key: str | None) -> Any:
-    """The newest handoff of another session: same project first, else any project."""
-    for clause, params in (("project = ?", [project]), ("1=1", [])):
-        if clause == "project = ?" and project is None:
-            continue
-        row = conn.execute(
-            f"SELECT * FROM session_handoffs WHERE {clause} AND agent_id = ? AND session_key != ?"
-            " ORDER BY updated_at DESC LIMIT 1",
-            (*params, agent_id, exclude_key or ""),
-        ).fetchone()
-        if row is not None:
-            return row
-    return None
+    """The newest handoff of another session of this project (of any project when unknown)."""
+    clause, params = ("project = ?", [project]) if project is not None else ("1=1", [])
+    return conn.execute(
+        f"SELECT * FROM session_handoffs WHERE {clause} AND agent_id = ? AND session_key != ?"
+        " ORDER BY updated_at DESC LIMIT 1",
+        (*params, agent_id, exclude_key or ""),
+    ).fetchone()
 
 
 def enqueue_extraction(conn: Any, payload: dict[str, Any], *, max_attempts: int = 3) -> str:

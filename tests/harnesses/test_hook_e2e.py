@@ -173,6 +173,20 @@ def test_claude_code_hooks_daemon_up_then_down(tmp_path: Path, quick_ws: Workspa
     # Garbage on stdin never breaks the harness either.
     res, _ = h.run(cmds["SessionStart"][0], "{not json", timeout)
     assert res.returncode == 0
+    # The session that ended while the daemon was down is stored when it comes back.
+    start_daemon(quick_ws)
+    from signet.store.database import connect
+
+    conn = connect(quick_ws.database_path(), readonly=True)
+    try:
+        rows = conn.execute("SELECT role, content FROM transcript_turns WHERE session_key = 'claude-code:sess-3'"
+                            " ORDER BY turn_index").fetchall()
+        jobs = conn.execute("SELECT COUNT(*) FROM memory_jobs WHERE json_extract(payload, '$.session_key')"
+                            " = 'claude-code:sess-3'").fetchone()[0]
+    finally:
+        conn.close()
+    assert [r[0] for r in rows] == ["user", "assistant"] and "apply_discount" in rows[1][1]
+    assert jobs == 1
 
 
 def codex_rollout(path: Path, session: str, cwd: Path) -> None:

@@ -252,7 +252,7 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
             text = PRE_COMPACTION
         elif args.event == "session-end" and all_turns and isinstance(exc, DaemonDown):
             saved = save_offline(root, harness.name, str(body["session_id"]), all_turns)
-            stderr.write(f"signet: transcript kept at {saved}; run `signet ingest {saved}` later\n")
+            stderr.write(f"signet: transcript kept at {saved}; it is stored when the daemon starts\n")
         out = harness.render(args.event, text)
         if out:
             stdout.write(out + ("\n" if not out.endswith("\n") else ""))

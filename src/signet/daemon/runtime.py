@@ -15,6 +15,7 @@ from typing import Any
 from signet.config import Settings
 from signet.daemon.watcher import IdentityWatcher
 from signet.embedding.service import EmbeddingService
+from signet.hooks.recovery import recover as recover_transcripts
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.search.vectors import VectorIndex
@@ -51,6 +52,7 @@ class Runtime:
         self.embeddings.start()
         self.retention.start()
         self.watcher.start()
+        recover_transcripts(self.db, self.workspace.root, enqueue=self.settings.memory.pipeline.enabled)
         for fn in self.on_start:
             fn(self)
         self._running = True

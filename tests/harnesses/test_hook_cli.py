@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from signet.cli import hook
+from signet.hooks.budget import estimate_tokens
 from signet.workspace import Workspace
 
 
@@ -34,7 +35,7 @@ def test_usage_errors_never_exit_2(capsys: pytest.CaptureFixture[str]) -> None:
 def test_unknown_harness_gets_plain_text() -> None:
     code, out, err = call(["session-start", "--harness", "my-editor", "--budget", "300"], "{}")
     assert code == 0 and out.startswith("# Signet memory") and "not reachable" in err
-    assert hook.estimate_tokens(out.strip()) <= 300
+    assert estimate_tokens(out.strip()) <= 300
 
 
 def test_plain_text_stdin_is_the_prompt() -> None:

@@ -20,7 +20,6 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from signet.harnesses.base import EVENTS, Harness, HookInput
-from signet.hooks.budget import estimate_tokens
 from signet.hooks.identity import static_context, workspace_root
 from signet.hooks.texts import DAEMON_DOWN, PRE_COMPACTION
 
@@ -188,50 +187,89 @@ def format_recall(resp: dict[str, Any]) -> str:
     return "\n".join(lines) if lines else "No matching memories."
 
 
-def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+def parse_args(argv: list[str]) -> argparse.Namespace:
     parser = argparse.ArgumentParser(prog="signet hook", description="Run a Signet hook for a harness.")
     parser.add_argument("event", choices=EVENTS)
     parser.add_argument("--harness", default="generic", help="claude-code, codex, opencode, openclaw, cursor…")
     parser.add_argument("--project", default=None, help="project directory (default: the harness's cwd)")
     parser.add_argument("--budget", type=int, default=None, help="token budget for injected context")
-    args = parser.parse_args(argv)
+    return parser.parse_args(argv)
 
-    root = workspace_root()
-    harness = load_harness(args.harness)
-    req = harness.parse(args.event, read_payload(stdin))
+
+def request_body(args: argparse.Namespace, harness: Harness, req: HookInput, synced: frozenset[str]) -> dict[str, Any]:
+    """The normalized ``/api/hooks/<event>`` body (without the turns of a session end)."""
     body = dict(req.body)
     body["harness"] = harness.name
     cwd = body.get("cwd") or str(Path.cwd())
     body["cwd"] = cwd
-    project_dir = Path(args.project).expanduser() if args.project else Path(cwd)
-    body["project"] = project_dir.resolve().name or None
-    if body["project"] is None:
-        body.pop("project")
+    project = (Path(args.project).expanduser() if args.project else Path(cwd)).resolve().name
+    if project:
+        body["project"] = project
+    if args.budget is not None and args.event in ("session-start", "user-prompt-submit"):
+        body["budget_tokens"] = args.budget
+    if args.event == "session-start":
+        body["skip_files"] = sorted(synced)
+    return body
+
+
+def add_turns(body: dict[str, Any], turns: list[dict[str, Any]], root: Path, harness: str, transcript: str | None,
+              stderr: TextIO) -> None:
+    """Put a session's turns in the body, within the daemon's request limit."""
+    body["turns"] = turns
+    body.setdefault("session_id", Path(transcript).stem if transcript else "unknown")
+    if len(json.dumps(body)) > MAX_BODY:
+        # Past the daemon's body limit: keep the whole transcript on disk, send the latest turns.
+        saved = save_offline(root, harness, str(body["session_id"]), turns, full=True)
+        body["turns"] = fit_turns(turns, MAX_BODY - len(json.dumps({**body, "turns": []})))
+        stderr.write(f"signet: long session: full transcript kept at {saved}, the last {len(body['turns'])} turns sent\n")
+
+
+def offline_text(event: str, exc: Exception, *, root: Path, address: str, budget: int, body: dict[str, Any],
+                 turns: list[dict[str, Any]], synced: frozenset[str], stderr: TextIO) -> str:
+    """What to answer when the daemon cannot: identity files, fixed instructions, or nothing."""
+    notice = DAEMON_DOWN.format(address=address)
+    if isinstance(exc, HookRejected):
+        notice = f"Signet could not answer this hook ({exc}); only the identity files are loaded."
+    stderr.write(f"signet: {notice}\n")
+    if event == "session-start":
+        return static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
+    if event == "pre-compaction":
+        return PRE_COMPACTION
+    if event == "session-end" and turns and isinstance(exc, DaemonDown):
+        saved = save_offline(root, str(body["harness"]), str(body["session_id"]), turns)
+        stderr.write(f"signet: transcript kept at {saved}; it is stored when the daemon starts\n")
+    return ""
+
+
+def online_text(event: str, resp: dict[str, Any]) -> str:
+    if event in ("session-start", "user-prompt-submit"):
+        return str(resp.get("context") or "")
+    if event == "pre-compaction":
+        return str(resp.get("instructions") or "")
+    if event == "recall":
+        return format_recall(resp)
+    if event == "remember":
+        return f"Remembered ({resp.get('id')})" + (" (already known)" if resp.get("deduped") else "")
+    return ""
+
+
+def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
+    args = parse_args(argv)
+    root = workspace_root()
+    harness = load_harness(args.harness)
+    req = harness.parse(args.event, read_payload(stdin))
+    # The harness loads Signet's instruction file itself only when Signet installed one.
+    synced = harness.synced_identity if (root / "harnesses" / f"{harness.name}.json").is_file() else frozenset()
+    body = request_body(args, harness, req, synced)
+    turns: list[dict[str, Any]] = []
+    if args.event == "session-end":
+        turns = transcript_turns(harness, req)
+        add_turns(body, turns, root, harness.name, req.transcript_path, stderr)
 
     # agent.yaml is read only when needed: for the address, or for the offline session-start budget.
     need_config = not (os.environ.get("SIGNET_HOST") and os.environ.get("SIGNET_PORT")) or args.event == "session-start"
     cfg = load_config(root) if need_config else {}
     host, port = daemon_address(cfg)
-    configured = _section(cfg, "memory").get("session_budget")
-    budget = args.budget or (configured if isinstance(configured, int) and configured >= 0 else DEFAULT_BUDGET)
-    synced = harness.synced_identity if (root / "harnesses" / f"{harness.name}.json").is_file() else frozenset()
-
-    all_turns: list[dict[str, Any]] = []
-    if args.budget is not None and args.event in ("session-start", "user-prompt-submit"):
-        body["budget_tokens"] = args.budget
-    if args.event == "session-start":
-        body["skip_files"] = sorted(synced)
-    elif args.event == "session-end":
-        all_turns = transcript_turns(harness, req)
-        body["turns"] = all_turns
-        body.setdefault("session_id", Path(req.transcript_path).stem if req.transcript_path else "unknown")
-        if len(json.dumps(body)) > MAX_BODY:
-            # Past the daemon's body limit: keep the whole transcript on disk, send the latest turns.
-            saved = save_offline(root, harness.name, str(body["session_id"]), all_turns, full=True)
-            body["turns"] = fit_turns(body["turns"], MAX_BODY - len(json.dumps({**body, "turns": []})))
-            stderr.write(f"signet: long session: full transcript kept at {saved}, "
-                         f"the last {len(body['turns'])} turns sent\n")
-
     actor = f"hook:{harness.name}"
     if args.event == "session-start":
         summary = harness.compaction_summary(req)
@@ -241,37 +279,17 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         resp = post(host, port, f"/api/hooks/{args.event}", body,
                     timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor)
     except (DaemonDown, HookRejected) as exc:
-        notice = DAEMON_DOWN.format(address=f"{host}:{port}")
-        if isinstance(exc, HookRejected):
-            notice = f"Signet could not answer this hook ({exc}); only the identity files are loaded."
-        stderr.write(f"signet: {notice}\n")
-        text = ""
-        if args.event == "session-start":
-            text = static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
-        elif args.event == "pre-compaction":
-            text = PRE_COMPACTION
-        elif args.event == "session-end" and all_turns and isinstance(exc, DaemonDown):
-            saved = save_offline(root, harness.name, str(body["session_id"]), all_turns)
-            stderr.write(f"signet: transcript kept at {saved}; it is stored when the daemon starts\n")
-        out = harness.render(args.event, text)
-        if out:
-            stdout.write(out + ("\n" if not out.endswith("\n") else ""))
-        return 0
-
-    text = ""
-    if args.event in ("session-start", "user-prompt-submit"):
-        text = str(resp.get("context") or "")
-    elif args.event == "pre-compaction":
-        text = str(resp.get("instructions") or "")
-    elif args.event == "recall":
-        text = format_recall(resp)
-    elif args.event == "remember":
-        text = f"Remembered ({resp.get('id')})" + (" (already known)" if resp.get("deduped") else "")
-    out = harness.render(args.event, text) if args.event not in ("recall", "remember") else text
+        configured = _section(cfg, "memory").get("session_budget")
+        budget = args.budget if args.budget is not None else (
+            configured if isinstance(configured, int) and configured >= 0 else DEFAULT_BUDGET
+        )
+        text = offline_text(args.event, exc, root=root, address=f"{host}:{port}", budget=budget, body=body,
+                            turns=turns, synced=synced, stderr=stderr)
+    else:
+        text = online_text(args.event, resp if isinstance(resp, dict) else {})
+    out = text if args.event in ("recall", "remember") else harness.render(args.event, text)
     if out:
         stdout.write(out + ("\n" if not out.endswith("\n") else ""))
-    if os.environ.get("SIGNET_HOOK_DEBUG"):
-        stderr.write(f"signet: {args.event} ok ({estimate_tokens(text)} tokens)\n")
     return 0
 
 

@@ -159,17 +159,14 @@ def fit_turns(turns: list[dict[str, Any]], limit: int) -> list[dict[str, Any]]:
 
 
 def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str, Any]], *, full: bool = False) -> Path:
-    """Keep a session's transcript when the daemon is down (``signet ingest`` reads it later),
-    or, with ``full``, the whole of one too long to send (``<session>.full.jsonl``)."""
-    from signet.hooks.service_paths import transcript_file
+    """Keep a session's transcript when the daemon is down (stored when it starts), or, with
+    ``full``, the whole of one too long to send (``<session>.full.jsonl``)."""
+    from signet.hooks.transcripts import transcript_file, write_transcript
 
     path = transcript_file(root, harness, session_id)
     if full:
         path = path.with_name(path.stem + ".full.jsonl")
-    path.parent.mkdir(parents=True, exist_ok=True)
-    with path.open("w", encoding="utf-8") as fh:
-        for i, t in enumerate(turns):
-            fh.write(json.dumps({"session_key": f"{harness}:{session_id}", "index": i, **t}, ensure_ascii=False) + "\n")
+    write_transcript(path, f"{harness}:{session_id}", turns)
     return path
 
 

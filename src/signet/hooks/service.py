@@ -7,7 +7,6 @@ budgets, injection dedup, transcripts and handoffs.
 
 from __future__ import annotations
 
-import json
 import logging
 import threading
 from collections.abc import Callable
@@ -34,8 +33,8 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
-from signet.hooks.service_paths import transcript_file
 from signet.hooks.texts import PRE_COMPACTION
+from signet.hooks.transcripts import transcript_file, write_transcript
 from signet.ingest.base import Turn, clean_turns
 from signet.memory.filters import MemoryFilter
 from signet.memory.records import to_iso
@@ -249,7 +248,7 @@ class HookService:
             self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent))
             return SessionEndResponse(session_key=key, turns=0, transcript_path=None, handoff_id=None, job_id=None)
         path = self.transcript_path(req.harness, req.session_id)
-        write_jsonl(path, turns, session_key=key)
+        write_transcript(path, key, (t.to_dict() for t in turns))
         handoff = last_exchanges(turns, self.settings.handoff_exchanges)
         now = store.now_iso()
 
@@ -334,12 +333,3 @@ class HookService:
             ))
         return CompactionCompleteResponse(memory_id=saved.id, handoff_id=hid)
 
-
-def write_jsonl(path: Path, turns: list[Turn], *, session_key: str) -> None:
-    """Write the cleaned transcript atomically (a crash never leaves half a file)."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".jsonl.tmp")
-    with tmp.open("w", encoding="utf-8") as fh:
-        for i, t in enumerate(turns):
-            fh.write(json.dumps({"session_key": session_key, "index": i, **t.to_dict()}, ensure_ascii=False) + "\n")
-    tmp.replace(path)

@@ -147,6 +147,7 @@ def test_ledger_is_private_and_survives_reload(tmp_path: Path) -> None:
     ledger.save(tmp_path / "state")
     path = Ledger.path_for(tmp_path / "state", "t")
     assert path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "state" / ".gitignore").read_text() == "*\n"
     again = Ledger.load(tmp_path / "state", "t")
     assert again is not None and again.files[str(p)].original == USER_SETTINGS
 

@@ -246,6 +246,11 @@ class Ledger:
 
     def save(self, state_dir: Path) -> None:
         state_dir.mkdir(parents=True, exist_ok=True)
+        ignore = state_dir / ".gitignore"
+        if not ignore.exists():
+            # Copies of config files can hold tokens (~/.claude.json): keep them out of a
+            # workspace that is a git repository.
+            ignore.write_text("*\n", encoding="utf-8")
         data = {
             "harness": self.harness, "installed_at": self.installed_at,
             "files": {k: vars(v) for k, v in self.files.items()},

@@ -68,6 +68,10 @@ export const SignetMemory = async ({{ client, directory }}) => {{
       const text = sessionID ? context.get(sessionID) : "";
       if (text && output && Array.isArray(output.system)) output.system.push(text);
     }},
+    "experimental.session.compacting": async (input, output) => {{
+      const text = await signet("pre-compaction", {{ session_id: input && input.sessionID, cwd: directory }});
+      if (text && output && Array.isArray(output.context)) output.context.push(text);
+    }},
     event: async ({{ event }}) => {{
       if (event.type !== "session.idle") return;
       const sessionID = event.properties && event.properties.sessionID;
@@ -97,7 +101,7 @@ class OpenCode(Harness):
         server = {"type": "local", "command": [*ctx.signet, "mcp"], "enabled": True}
         plugin = PLUGIN.format(marker=PLUGIN_MARKER, argv=json.dumps(ctx.signet))
         return [
-            OwnedFile(base / "plugins" / "signet.js", "owned", "plugin (session start, prompts, session end)",
+            OwnedFile(base / "plugins" / "signet.js", "owned", "plugin (session start, prompts, compaction, session end)",
                       content=plugin, marker=PLUGIN_MARKER),
             mcp_server_edit(base / "opencode.json", ("mcp", "signet"), server, "MCP server 'signet'"),
             *self.instruction_edits(ctx),

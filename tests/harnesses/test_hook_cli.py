@@ -67,4 +67,6 @@ def test_project_comes_from_flag_or_cwd(tmp_path: Path) -> None:
     req = harness.parse("session-start", {"cwd": str(tmp_path / "shop"), "session_id": "s"})
     assert req.body["cwd"].endswith("shop") and req.body["session_id"] == "s"
     claw = hook.load_harness("openclaw").parse("session-start", {"sessionKey": "agent:ops:main"})
-    assert claw.body["agent_id"] == "ops" and claw.body["session_id"] == "agent:ops:main"
+    assert claw.body["agent_id"] == "ops" and "session_id" not in claw.body
+    end = hook.load_harness("openclaw").parse("session-end", {"sessionKey": "agent:ops:main", "session_id": "u1"})
+    assert end.body["session_id"] == "u1" and end.body["agent_id"] == "ops"

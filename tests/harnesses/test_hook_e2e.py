@@ -293,14 +293,15 @@ const boot = {{ type: "agent", action: "bootstrap", sessionKey: "agent:main:main
                context: {{ workspaceDir: {json.dumps(str(h.project))}, bootstrapFiles: [] }} }};
 await handler(boot);
 await handler({{ type: "command", action: "new", sessionKey: "agent:main:main",
-                 context: {{ workspaceDir: "/w", previousSessionEntry: {{ sessionFile: {json.dumps(str(session_file))} }} }} }});
+                 context: {{ workspaceDir: "/w", previousSessionEntry: {{ sessionId: "cs1",
+                                                                        sessionFile: {json.dumps(str(session_file))} }} }} }});
 console.log(JSON.stringify(boot.context.bootstrapFiles));
 """)
     res = subprocess.run([node, str(script)], capture_output=True, text=True, env=claw.env(), timeout=60)
     assert res.returncode == 0, res.stderr
     files = json.loads(res.stdout)
     assert files[0]["name"] == "SIGNET.md" and "8443" in files[0]["content"]
-    kept = quick_ws.root / "memory" / "openclaw" / "transcripts" / "agent_main_main.jsonl"
+    kept = quick_ws.root / "memory" / "openclaw" / "transcripts" / "cs1.jsonl"
     assert [json.loads(x)["content"] for x in kept.read_text().splitlines()] == [
         "book the dentist for Friday", "Booked for Friday 9:00."]
 

@@ -58,14 +58,18 @@ function signet(event, payload, timeoutMs) {{
 const handler = async (event) => {{
   const ctx = event.context || {{}};
   if (event.type === "agent" && event.action === "bootstrap") {{
-    const text = await signet("session-start", {{ sessionKey: event.sessionKey, cwd: ctx.workspaceDir }}, 15000);
+    const entry = ctx.sessionEntry || {{}};
+    const text = await signet("session-start", {{
+      sessionKey: event.sessionKey, session_id: entry.sessionId, cwd: ctx.workspaceDir,
+    }}, 15000);
     if (text && Array.isArray(ctx.bootstrapFiles)) {{
       ctx.bootstrapFiles.push({{ name: "SIGNET.md", path: "SIGNET.md", content: text, virtual: true }});
     }}
   }} else if (event.type === "command" && (event.action === "new" || event.action === "reset")) {{
     const entry = ctx.previousSessionEntry || ctx.sessionEntry || {{}};
     await signet("session-end", {{
-      sessionKey: event.sessionKey, cwd: ctx.workspaceDir, sessionFile: entry.sessionFile,
+      sessionKey: event.sessionKey, session_id: entry.sessionId, cwd: ctx.workspaceDir,
+      sessionFile: entry.sessionFile,
     }}, 30000);
   }}
 }};
@@ -82,9 +86,13 @@ class OpenClaw(Harness):
 
     def parse(self, event: str, payload: JsonObj) -> HookInput:
         req = super().parse(event, payload)
-        key = req.body.get("session_id")
+        key = payload.get("sessionKey")
         if isinstance(key, str) and key.startswith("agent:") and key.count(":") >= 2:
             req.body.setdefault("agent_id", key.split(":", 2)[1])
+        if not (payload.get("session_id") or payload.get("sessionId")):
+            # A session key names a chat, not one session (/new keeps it): without a session
+            # id, session end falls back to the transcript file's name.
+            req.body.pop("session_id", None)
         return req
 
     def edits(self, ctx: InstallContext) -> list[Edit]:

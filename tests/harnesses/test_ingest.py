@@ -143,3 +143,23 @@ def test_signet_ingest_stores_turns_with_times_once(tmp_path: Path, make_workspa
     assert "stored 1 file(s) (3 turns)" in changed.stdout
     missing = ingest_cli(ws, d.port, str(tmp_path / "nope.jsonl"))
     assert missing.returncode != 0 and "no such file" in (missing.stdout + missing.stderr)
+
+
+def test_ingest_endpoint_validates_and_is_idempotent(make_workspace: Callable[..., Workspace]) -> None:
+    from fastapi.testclient import TestClient
+
+    from signet.daemon.app import create_app
+    from signet.daemon.runtime import Runtime
+
+    with Runtime(make_workspace(embedding="none")) as rt, TestClient(create_app(rt, manage_runtime=False)) as api:
+        body = {"path": "/x/chat.jsonl", "content_hash": "a" * 64, "adapter": "jsonl",
+                "turns": [{"role": "user", "content": "hello", "timestamp": "2025-01-01T00:00:00Z"},
+                          {"role": "note", "content": "a note"}]}
+        first = api.post("/api/ingest/transcript", json=body).json()
+        assert first["status"] == "stored" and first["turns"] == 2 and first["job_id"]
+        again = api.post("/api/ingest/transcript", json=body).json()
+        assert again == {**first, "status": "skipped", "job_id": None}
+        for bad in ({"content_hash": "xyz"}, {"turns": [{"role": "tool", "content": "ls"}]},
+                    {"turns": [{"role": "user", "content": ""}]}, {"path": ""}, {"extra": 1}):
+            r = api.post("/api/ingest/transcript", json={**body, **bad})
+            assert r.status_code in (400, 422) and "error" in r.json(), bad

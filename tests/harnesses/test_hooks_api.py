@@ -177,3 +177,27 @@ def test_bad_input_is_a_clear_4xx(api: TestClient, event: str, body: dict[str, A
     r = api.post(f"/api/hooks/{event}", json=body)
     assert r.status_code in (400, 422), r.text
     assert "error" in r.json()
+
+
+def test_a_configured_summarizer_replaces_the_fallback_handoff(api: TestClient, runtime: Runtime) -> None:
+    import time
+
+    from signet.daemon.routes.hooks import hook_service
+
+    svc = hook_service(runtime)
+    svc.summarizer = lambda turns: f"Summary of {len(turns)} turns: billing moved to PostgreSQL; exporter next."
+    try:
+        post(api, "session-end", harness="claude-code", session_id="sum-1", project="ledger", turns=TURNS)
+        deadline = time.monotonic() + 10
+        row = None
+        while time.monotonic() < deadline:
+            row = runtime.db.read(lambda c: c.execute(
+                "SELECT kind, content FROM session_handoffs WHERE session_key = 'claude-code:sum-1'").fetchone())
+            if row is not None and row[0] == "summary":
+                break
+            time.sleep(0.05)
+        assert row is not None and tuple(row) == ("summary", "Summary of 4 turns: billing moved to PostgreSQL; exporter next.")
+        nxt = post(api, "session-start", harness="claude-code", session_id="sum-2", project="ledger")
+        assert "Summary of 4 turns" in nxt["context"]
+    finally:
+        svc.summarizer = None

@@ -106,7 +106,10 @@ def status(harness: Harness, workspace: Path, *, home: Path | None = None) -> di
     ctx = ledger_context(ledger, workspace) if ledger is not None else make_context(workspace, home=home)
     files = []
     for e in harness.edits(ctx):
-        current = read_bytes(e.path)
+        try:
+            current = read_bytes(e.path)
+        except OSError:  # unreadable (permissions, a directory in the way): report it as absent
+            current = None
         files.append(FileStatus(str(e.path), e.description, current is not None, e.present(current)))
     return {
         "name": harness.name, "display_name": harness.display_name, "installed": ledger is not None,

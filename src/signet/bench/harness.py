@@ -1,0 +1,45 @@
+"""A throw-away Signet store for a benchmark run: the same Runtime the daemon builds.
+
+Benchmarks ingest through ``MemoryService.remember_batch`` and recall through
+``MemoryService.recall``, so what they measure is what hooks, CLI and MCP get.
+"""
+
+from __future__ import annotations
+
+import os
+import tempfile
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+from signet.daemon.runtime import Runtime
+from signet.workspace import Workspace, setup_workspace
+
+
+@contextmanager
+def bench_runtime(embedding: str = "local", root: Path | None = None) -> Iterator[Runtime]:
+    """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given)."""
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
+        ws = Workspace(root if root is not None else Path(tmp) / "ws")
+        setup_workspace(ws, agent_name="bench", user_name="bench", embedding_provider=embedding)
+        rt = Runtime(ws).start()
+        try:
+            if embedding != "none":
+                deadline = time.monotonic() + 300
+                while rt.embeddings.state == "loading" and time.monotonic() < deadline:
+                    time.sleep(0.05)
+                if rt.embeddings.state != "ready":
+                    raise RuntimeError(f"embedder not ready: {rt.embeddings.error}")
+            yield rt
+        finally:
+            rt.stop()
+
+
+def wait_vectors(rt: Runtime, timeout: float = 1800.0) -> None:
+    """Wait until every ingested memory has its vector (no-op without an embedder)."""
+    if rt.settings.embedding.provider == "none":
+        return
+    if not rt.embeddings.wait_idle(timeout=timeout):
+        raise RuntimeError(f"embeddings did not finish: {rt.embeddings.pending_count()} pending")

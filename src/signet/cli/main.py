@@ -14,6 +14,7 @@ COMMAND_MODULES = [
     "doctor",
     "ingest",
     "install",
+    "bench",
 ]
 
 for _name in COMMAND_MODULES:

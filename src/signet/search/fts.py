@@ -47,3 +47,29 @@ def match_expression(text: str) -> str | None:
     if not terms:
         return None
     return " OR ".join('"' + t.replace('"', '""') + '"' for t in terms)
+
+
+# Suffixes folded away before a prefix match, longest first: "climbing" and "climbs" reach "climb"*.
+_SUFFIXES = ("ing", "ed", "es", "s")
+
+
+def prefix_term(term: str) -> str:
+    """One quoted term as a crude stem prefix: a plural, tense or -ing form still matches.
+
+    Measured on LoCoMo (docs/benchmarks.md): recall@10 0.582 -> 0.602 over exact terms.
+    Short terms and numbers stay exact (a prefix of "3" or "art" matches too much).
+    """
+    for suf in _SUFFIXES:
+        if len(term) - len(suf) >= 4 and term.endswith(suf):
+            term = term[: -len(suf)]
+            break
+    quoted = '"' + term.replace('"', '""') + '"'
+    return quoted + "*" if len(term) >= 4 and not term.isdigit() else quoted
+
+
+def recall_match_expression(text: str) -> str | None:
+    """The MATCH expression recall uses: content words as stem prefixes, OR-ed."""
+    terms = query_terms(text)
+    if not terms:
+        return None
+    return " OR ".join(prefix_term(t) for t in terms)

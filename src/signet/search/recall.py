@@ -24,7 +24,7 @@ from signet.config import Settings
 from signet.embedding.service import EmbeddingService
 from signet.memory.filters import MemoryFilter
 from signet.memory.records import load_tags
-from signet.search.fts import match_expression
+from signet.search.fts import recall_match_expression
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 
@@ -91,7 +91,7 @@ class Recaller:
         where, params = flt.sql(self.settings.memory.decay_rate)
 
         candidates: dict[str, Candidate] = {}
-        match = match_expression(query)
+        match = recall_match_expression(query)
         if match is not None:
             for mid, raw in self.db.read(lambda c: self._fts(c, match, where, params, pool)):
                 candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)

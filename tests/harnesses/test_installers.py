@@ -171,3 +171,23 @@ def test_cli_install_uninstall_status_and_errors(workspace: Workspace, home: Pat
     assert broken.returncode == 1 and "not valid JSON" in broken.stderr
     assert (home / ".cursor/mcp.json").read_text() == "{ broken"
     assert not (home / ".cursor/rules").exists()
+
+
+def test_setup_installs_the_named_harnesses(tmp_path: Path, home: Path) -> None:
+    ws = Workspace(tmp_path / "fresh")
+    out = run_cli("setup", "--non-interactive", "--harness", "claude-code", "--harness", "codex", home=home, ws=ws)
+    assert out.returncode == 0, out.stderr
+    assert "Claude Code: installed" in out.stdout
+    status = {r["name"]: r["complete"] for r in json.loads(run_cli("harnesses", "--json", home=home, ws=ws).stdout)}
+    assert status["claude-code"] and status["codex"] and not status["cursor"]
+    again = run_cli("setup", "--non-interactive", "--harness", "claude-code", home=home, ws=ws)
+    assert again.returncode == 0 and "Claude Code: already installed" in again.stdout
+    bad = run_cli("setup", "--non-interactive", "--harness", "notepad", home=home, ws=ws)
+    assert bad.returncode != 0 and "unknown harness 'notepad'" in bad.stderr
+    (home / ".cursor").mkdir(exist_ok=True)
+    (home / ".cursor/mcp.json").write_text("{ broken")
+    broken = run_cli("setup", "--non-interactive", "--harness", "cursor", home=home, ws=ws)
+    assert broken.returncode == 1 and "not valid JSON" in broken.stderr
+    assert (home / ".cursor/mcp.json").read_text() == "{ broken"
+    skipped = run_cli("setup", "--non-interactive", "--harness", "cursor", "--no-install", home=home, ws=ws)
+    assert skipped.returncode == 0, skipped.stderr

@@ -57,6 +57,8 @@ def make_workspace(tmp_path: Path) -> Callable[..., Workspace]:
         counter["n"] += 1
         ws = Workspace(tmp_path / f"ws{counter['n']}")
         setup_workspace(ws, agent_name="test-agent", user_name="Tester", embedding_provider=embedding)
+        # No LLM runs in tests unless a test points the pipeline at its fake server (tests/pipeline).
+        write_config(ws, memory={"pipelineV2": {"extraction": {"provider": "none"}}})
         if sections:
             write_config(ws, **sections)
         return ws

@@ -48,11 +48,12 @@ class SearchSettings(Section):
 
 
 class ExtractionSettings(Section):
-    provider: Literal["ollama", "openai", "anthropic", "none"] = "ollama"
+    provider: str = Field("ollama", min_length=1, description="ollama, openai, anthropic, none, or a plugin's name")
     model: str = "qwen3:4b"
     endpoint: str | None = None
-    timeout: float = Field(90.0, gt=0, le=3600)
+    timeout: float = Field(90.0, gt=0, le=3600, description="seconds per LLM call")
     api_key: str | None = None
+    max_tokens: int = Field(2048, ge=64, le=65536, alias="maxTokens", description="completion cap per call")
 
 
 class GraphSettings(Section):
@@ -67,6 +68,13 @@ class PipelineSettings(Section):
     min_fact_confidence_for_write: float = Field(0.7, ge=0.0, le=1.0, alias="minFactConfidenceForWrite")
     lease_timeout_ms: int = Field(300_000, ge=1000, alias="leaseTimeoutMs")
     max_attempts: int = Field(3, ge=1, le=100, alias="maxAttempts")
+    workers: int = Field(1, ge=0, le=16, description="extraction worker threads (0: none run)")
+    poll_interval_ms: int = Field(1000, ge=10, le=600_000, alias="pollIntervalMs")
+    reaper_interval_ms: int = Field(60_000, ge=100, alias="reaperIntervalMs")
+    backoff_base_ms: int = Field(1000, ge=1, alias="backoffBaseMs")
+    backoff_max_ms: int = Field(30_000, ge=1, alias="backoffMaxMs")
+    decision_candidates: int = Field(5, ge=1, le=20, alias="decisionCandidates")
+    summarize_handoff: bool = Field(True, alias="summarizeHandoff", description="LLM handoff summaries")
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
 

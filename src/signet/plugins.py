@@ -19,6 +19,7 @@ DEFAULT_PLUGINS = [
     "signet.default_plugins.embedders",
     "signet.default_plugins.harnesses",
     "signet.default_plugins.transcripts",
+    "signet.default_plugins.llm",
 ]
 
 

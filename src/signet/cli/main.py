@@ -15,6 +15,8 @@ COMMAND_MODULES = [
     "ingest",
     "install",
     "bench",
+    "pipeline",
+    "mcp_server",
 ]
 
 for _name in COMMAND_MODULES:

@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 from signet import __version__
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
 from signet.daemon.runtime import Runtime
+from signet.mcp.http import mount_mcp
 from signet.workspace import Workspace
 
 # One router per area, one line each (add yours on its own line).
@@ -24,6 +25,8 @@ ROUTERS = [
     "hooks",
     "harnesses",
     "ingest",
+    "pipeline",
+    "feedback",
 ]
 
 
@@ -36,11 +39,12 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     rt = runtime
 
     @asynccontextmanager
-    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    async def lifespan(a: FastAPI) -> AsyncIterator[None]:
         if manage_runtime:
             rt.start()
         try:
-            yield
+            async with a.state.mcp.lifespan():  # the /mcp session manager (signet.mcp.http)
+                yield
         finally:
             if manage_runtime:
                 rt.stop()
@@ -55,6 +59,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     install_error_handlers(app)
     for name in ROUTERS:
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
+    app.state.mcp = mount_mcp(app, rt)
     app.add_middleware(BodySizeLimit)
     return app
 

@@ -18,6 +18,7 @@ from signet.embedding.service import EmbeddingService
 from signet.hooks.recovery import recover as recover_transcripts
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
+from signet.pipeline import install as install_pipeline
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 from signet.workspace import Workspace
@@ -44,6 +45,7 @@ class Runtime:
         self.extras: dict[str, Any] = {}
         """Per-area state (pipeline worker, watcher, auth) keyed by area name."""
         self._running = False
+        install_pipeline(self)
 
     def start(self) -> Runtime:
         if self._running:

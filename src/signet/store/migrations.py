@@ -19,6 +19,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from signet.hooks.schema import HOOKS_SCHEMA
+from signet.mcp.feedback import FEEDBACK_SCHEMA
+from signet.pipeline.schema import PIPELINE_SCHEMA
 from signet.store.sqlite import sqlite3
 
 
@@ -220,6 +222,8 @@ CREATE INDEX IF NOT EXISTS idx_transcripts_created ON session_transcripts(create
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
     Migration(4, "harness_hooks", HOOKS_SCHEMA),
+    Migration(3, "pipeline", PIPELINE_SCHEMA),
+    Migration(5, "mcp_feedback", FEEDBACK_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -1,0 +1,139 @@
+"""Pipeline endpoints: status, job inspection, requeue and lease release."""
+
+from __future__ import annotations
+
+import json
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, Field
+
+from signet.daemon.deps import RuntimeDep
+from signet.errors import NotFound
+from signet.models import ErrorResponse
+from signet.pipeline import queue
+from signet.pipeline.runtime import pipeline_of
+
+router = APIRouter(tags=["pipeline"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
+                                                 422: {"model": ErrorResponse}})
+
+JobStatus = Literal["pending", "leased", "completed", "failed", "dead"]
+
+
+class JobView(BaseModel):
+    id: str
+    job_type: str
+    status: str
+    memory_id: str | None
+    payload: dict[str, Any] | None
+    result: dict[str, Any] | None
+    attempts: int
+    max_attempts: int
+    error: str | None
+    leased_at: str | None
+    completed_at: str | None
+    failed_at: str | None
+    created_at: str
+    updated_at: str
+
+
+class JobList(BaseModel):
+    items: list[JobView]
+    total: int
+
+
+class RequeueRequest(BaseModel):
+    limit: int = Field(50, ge=1, le=1000)
+    job_id: str | None = Field(None, max_length=200, description="requeue just this dead job")
+
+
+class RequeueResponse(BaseModel):
+    requeued: list[str]
+    count: int
+
+
+class ReleaseResponse(BaseModel):
+    released: int
+
+
+def _json(raw: str | None) -> dict[str, Any] | None:
+    if not raw:
+        return None
+    try:
+        val = json.loads(raw)
+    except ValueError:
+        return {"unparseable": raw[:500]}
+    return val if isinstance(val, dict) else {"value": val}
+
+
+def _view(r: Any) -> JobView:
+    return JobView(
+        id=r["id"], job_type=r["job_type"], status=r["status"], memory_id=r["memory_id"], payload=_json(r["payload"]),
+        result=_json(r["result"]), attempts=r["attempts"], max_attempts=r["max_attempts"], error=r["error"],
+        leased_at=r["leased_at"], completed_at=r["completed_at"], failed_at=r["failed_at"],
+        created_at=r["created_at"], updated_at=r["updated_at"],
+    )
+
+
+@router.get("/api/pipeline/status")
+def pipeline_status(runtime: RuntimeDep) -> dict[str, Any]:
+    """Queue depth by status and type, oldest pending age, dead count, provider health, flags, and why
+    the pipeline waits when it does."""
+    return pipeline_of(runtime).status()
+
+
+@router.get("/api/pipeline/jobs", response_model=JobList)
+def list_jobs(
+    runtime: RuntimeDep,
+    status: Annotated[JobStatus | None, Query()] = None,
+    job_type: Annotated[Literal["extract", "document_ingest"] | None, Query()] = None,
+    memory_id: Annotated[str | None, Query(max_length=200)] = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> JobList:
+    """Jobs, newest first, filtered by status, type or memory."""
+    clauses, params = [], []
+    for col, val in (("status", status), ("job_type", job_type), ("memory_id", memory_id)):
+        if val is not None:
+            clauses.append(f"{col} = ?")
+            params.append(val)
+    where = " AND ".join(clauses) or "1=1"
+
+    def read(conn: Any) -> tuple[int, list[Any]]:
+        total = conn.execute(f"SELECT COUNT(*) FROM memory_jobs WHERE {where}", params).fetchone()[0]
+        rows = list(conn.execute(f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC"
+                                 " LIMIT ? OFFSET ?", (*params, limit, offset)))
+        return int(total), rows
+
+    total, rows = runtime.db.read(read)
+    return JobList(items=[_view(r) for r in rows], total=total)
+
+
+@router.get("/api/pipeline/jobs/{job_id}", response_model=JobView)
+def get_job(job_id: str, runtime: RuntimeDep) -> JobView:
+    """One job with its payload, result (counts, warnings, writes) and last error."""
+    row = runtime.db.read(lambda c: c.execute("SELECT * FROM memory_jobs WHERE id = ?", (job_id,)).fetchone())
+    if row is None:
+        raise NotFound(f"job '{job_id}' not found", id=job_id)
+    return _view(row)
+
+
+@router.post("/api/repair/requeue-dead", response_model=RequeueResponse)
+def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> RequeueResponse:
+    """Dead-letter jobs back to pending with attempts reset (at most ``limit``, default 50)."""
+    req = body or RequeueRequest()
+    if req.job_id is not None:
+        exists = runtime.db.read(lambda c: c.execute(
+            "SELECT status FROM memory_jobs WHERE id = ?", (req.job_id,)).fetchone())
+        if exists is None:
+            raise NotFound(f"job '{req.job_id}' not found", id=req.job_id)
+    ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=req.job_id))
+    pipeline_of(runtime).worker.notify()
+    return RequeueResponse(requeued=ids, count=len(ids))
+
+
+@router.post("/api/repair/release-leases", response_model=ReleaseResponse)
+def release_leases(runtime: RuntimeDep) -> ReleaseResponse:
+    """Leases older than ``leaseTimeoutMs`` back to pending (what the reaper does every 60 s)."""
+    ms = runtime.settings.memory.pipeline.lease_timeout_ms
+    return ReleaseResponse(released=runtime.db.write(lambda c: queue.release_leases(c, ms)))

@@ -1,0 +1,122 @@
+"""Knowledge-graph writes: entity triples from extraction, and the inline entity linker.
+
+Entities are keyed by ``canonical_name`` (lowercase, whitespace collapsed); relations by
+(source, target, type). Both count their mentions. ``memory_entity_mentions`` links a
+memory to the entities its text names. Everything here runs inside a write transaction
+the caller opened.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from signet.memory.records import now_iso
+from signet.pipeline.extraction import EntityTriple
+
+_WORD = re.compile(r"[\w][\w.+#-]*", re.UNICODE)
+MAX_NGRAM = 4
+LINKER_CHARS = 4000
+
+
+def canonical(name: str) -> str:
+    return " ".join(name.lower().split()).strip(" .,:;!?\"'")
+
+
+def upsert_entity(conn: Any, name: str, agent_id: str) -> str:
+    canon = canonical(name)
+    now = now_iso()
+    row = conn.execute(
+        "INSERT INTO entities(id, name, canonical_name, mentions, agent_id, created_at, updated_at)"
+        " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT(canonical_name) DO UPDATE SET mentions = mentions + 1,"
+        " updated_at = excluded.updated_at RETURNING id",
+        (str(uuid.uuid4()), " ".join(name.split()), canon, agent_id, now, now),
+    ).fetchone()
+    return str(row[0])
+
+
+def upsert_relation(conn: Any, source_id: str, target_id: str, rel_type: str, confidence: float,
+                    job_id: str | None) -> str:
+    now = now_iso()
+    row = conn.execute(
+        "INSERT INTO relations(id, source_entity_id, target_entity_id, relation_type, mentions, confidence, metadata,"
+        " created_at, updated_at) VALUES (?, ?, ?, ?, 1, ?, ?, ?, ?)"
+        " ON CONFLICT(source_entity_id, target_entity_id, relation_type) DO UPDATE SET mentions = mentions + 1,"
+        " confidence = MAX(COALESCE(confidence, 0), excluded.confidence), updated_at = excluded.updated_at"
+        " RETURNING id",
+        (str(uuid.uuid4()), source_id, target_id, rel_type, confidence, json.dumps({"firstJob": job_id}), now, now),
+    ).fetchone()
+    return str(row[0])
+
+
+def link(conn: Any, memory_id: str, entity_id: str, mention: str, confidence: float) -> None:
+    conn.execute(
+        "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
+        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id, entity_id) DO UPDATE SET"
+        " confidence = MAX(COALESCE(confidence, 0), excluded.confidence)",
+        (memory_id, entity_id, mention, confidence, now_iso()),
+    )
+
+
+def _mentions(text: str, name: str) -> bool:
+    return re.search(r"(?<![\w])" + re.escape(canonical(name)) + r"(?![\w])", text.lower()) is not None
+
+
+def persist(
+    conn: Any, triples: Iterable[EntityTriple], *, agent_id: str, memories: dict[str, str], job_id: str | None,
+) -> dict[str, int]:
+    """Write triples; link each memory (id -> content) to the entities its text names.
+
+    ``memories`` holds the source memory and the facts written from it; a transcript job
+    has no source memory, so only its facts are linked.
+    """
+    entities: dict[str, tuple[str, str, float]] = {}
+    relations = 0
+    for t in triples:
+        if not canonical(t.source) or not canonical(t.target):
+            continue
+        src = upsert_entity(conn, t.source, agent_id)
+        tgt = upsert_entity(conn, t.target, agent_id)
+        upsert_relation(conn, src, tgt, canonical(t.relationship), t.confidence, job_id)
+        relations += 1
+        for eid, name in ((src, t.source), (tgt, t.target)):
+            prev = entities.get(eid)
+            entities[eid] = (name, eid, max(t.confidence, prev[2] if prev else 0.0))
+    links = 0
+    for mid, content in memories.items():
+        for name, eid, conf in entities.values():
+            if _mentions(content, name):
+                link(conn, mid, eid, name, conf)
+                links += 1
+    return {"entities": len(entities), "relations": relations, "mentions": links}
+
+
+def inline_link(conn: Any, memory_id: str, content: str, agent_id: str) -> int:
+    """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
+
+    Candidate names are the 1..4-word runs of the text (its first 4,000 characters), looked
+    up by ``canonical_name``; nothing is created.
+    """
+    words = [w.lower().strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
+    grams: set[str] = set()
+    for n in range(1, MAX_NGRAM + 1):
+        for i in range(len(words) - n + 1):
+            g = " ".join(words[i:i + n])
+            if len(g) >= 2:
+                grams.add(g)
+    if not grams:
+        return 0
+    found = 0
+    names = sorted(grams)
+    for start in range(0, len(names), 400):
+        chunk = names[start:start + 400]
+        marks = ",".join("?" for _ in chunk)
+        for row in conn.execute(
+            f"SELECT id, name FROM entities WHERE agent_id = ? AND canonical_name IN ({marks})", (agent_id, *chunk)
+        ).fetchall():
+            link(conn, memory_id, row[0], row[1], 1.0)
+            found += 1
+    return found

@@ -1,0 +1,1 @@
+"""LLM providers behind one interface (:class:`~signet.pipeline.llm.base.LlmProvider`)."""

@@ -1,0 +1,178 @@
+"""The HTTP providers: Ollama (``/api/chat``), OpenAI-compatible (``/v1/chat/completions``)
+and Anthropic (``/v1/messages``). Each call gets its own timeout; transport errors map to
+:class:`LlmUnavailable` / :class:`LlmTimeout`, bad answers to :class:`LlmError`."""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+import httpx
+
+from signet.config import ExtractionSettings
+from signet.pipeline.llm.base import LlmError, LlmTimeout, LlmUnavailable
+
+PROBE_TIMEOUT = 3.0
+
+
+class HttpProvider:
+    name = "http"
+    default_endpoint = ""
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.settings = settings
+        self.model = settings.model
+        self.endpoint = (settings.endpoint or self.default_endpoint).rstrip("/")
+        self._http = httpx.Client(timeout=settings.timeout)
+
+    def headers(self) -> dict[str, str]:
+        return {}
+
+    def _post(self, path: str, body: dict[str, Any], timeout: float | None) -> Any:
+        t = timeout if timeout is not None else self.settings.timeout
+        url = self.endpoint + path
+        try:
+            resp = self._http.post(url, json=body, headers=self.headers(), timeout=t)
+        except httpx.TimeoutException:
+            raise LlmTimeout(f"{self.name} did not answer within {t:g}s ({url})") from None
+        except httpx.TransportError as exc:
+            raise LlmUnavailable(f"{self.name} unreachable at {url}: {exc}") from None
+        if resp.status_code >= 400:
+            raise LlmError(f"{self.name} answered HTTP {resp.status_code}: {resp.text[:300]}")
+        try:
+            return resp.json()
+        except ValueError:
+            raise LlmError(f"{self.name} answered non-JSON: {resp.text[:200]!r}") from None
+
+    def _probe(self, path: str) -> tuple[bool, str | None]:
+        url = self.endpoint + path
+        try:
+            resp = self._http.get(url, headers=self.headers(), timeout=min(PROBE_TIMEOUT, self.settings.timeout))
+        except httpx.HTTPError as exc:
+            return False, f"{self.name} unreachable at {url}: {exc or type(exc).__name__}"
+        if resp.status_code >= 500:
+            return False, f"{self.name} probe {url} answered HTTP {resp.status_code}"
+        return True, None
+
+    def close(self) -> None:
+        self._http.close()
+
+
+def _text(value: Any, where: str) -> str:
+    if not isinstance(value, str):
+        raise LlmError(f"unexpected response shape: no text at {where}")
+    return value
+
+
+class OllamaProvider(HttpProvider):
+    """Ollama's chat API, non-streaming, JSON output format."""
+
+    name = "ollama"
+    default_endpoint = "http://127.0.0.1:11434"
+
+    @classmethod
+    def from_settings(cls, settings: ExtractionSettings) -> OllamaProvider:
+        return cls(settings)
+
+    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        data = self._post("/api/chat", {
+            "model": self.model, "messages": messages, "stream": False, "format": "json",
+            "options": {"temperature": 0.1, "num_predict": self.settings.max_tokens},
+        }, timeout)
+        if isinstance(data, dict) and data.get("error"):
+            raise LlmError(f"ollama: {data['error']}")
+        msg = data.get("message") if isinstance(data, dict) else None
+        return _text(msg.get("content") if isinstance(msg, dict) else None, "message.content")
+
+    def health(self) -> tuple[bool, str | None]:
+        return self._probe("/api/tags")
+
+
+class OpenAIProvider(HttpProvider):
+    """Any OpenAI-compatible chat completions server (OpenAI, llama.cpp, vLLM, LM Studio…).
+
+    ``endpoint`` is the base URL including ``/v1`` (default ``https://api.openai.com/v1``);
+    the key comes from ``api_key`` or ``OPENAI_API_KEY``.
+    """
+
+    name = "openai"
+    default_endpoint = "https://api.openai.com/v1"
+
+    @classmethod
+    def from_settings(cls, settings: ExtractionSettings) -> OpenAIProvider:
+        return cls(settings)
+
+    def headers(self) -> dict[str, str]:
+        key = self.settings.api_key or os.environ.get("OPENAI_API_KEY")
+        return {"Authorization": f"Bearer {key}"} if key else {}
+
+    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+        messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
+        data = self._post("/chat/completions", {
+            "model": self.model, "messages": messages, "temperature": 0.1, "max_tokens": self.settings.max_tokens,
+        }, timeout)
+        try:
+            content = data["choices"][0]["message"]["content"]
+        except (KeyError, IndexError, TypeError):
+            raise LlmError(f"openai: unexpected response shape: {str(data)[:200]}") from None
+        return _text(content, "choices[0].message.content")
+
+    def health(self) -> tuple[bool, str | None]:
+        return self._probe("/models")
+
+
+class AnthropicProvider(HttpProvider):
+    """Anthropic's Messages API; the key comes from ``api_key`` or ``ANTHROPIC_API_KEY``."""
+
+    name = "anthropic"
+    default_endpoint = "https://api.anthropic.com"
+    version = "2023-06-01"
+
+    @classmethod
+    def from_settings(cls, settings: ExtractionSettings) -> AnthropicProvider:
+        return cls(settings)
+
+    def headers(self) -> dict[str, str]:
+        key = self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY") or ""
+        return {"x-api-key": key, "anthropic-version": self.version}
+
+    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+        body: dict[str, Any] = {
+            "model": self.model, "max_tokens": self.settings.max_tokens, "temperature": 0.1,
+            "messages": [{"role": "user", "content": prompt}],
+        }
+        if system:
+            body["system"] = system
+        data = self._post("/v1/messages", body, timeout)
+        blocks = data.get("content") if isinstance(data, dict) else None
+        if not isinstance(blocks, list):
+            raise LlmError(f"anthropic: unexpected response shape: {str(data)[:200]}")
+        texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
+        if not texts or not all(isinstance(t, str) for t in texts):
+            raise LlmError("anthropic: the answer has no text block")
+        return "".join(str(t) for t in texts)
+
+    def health(self) -> tuple[bool, str | None]:
+        if not (self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY")):
+            return False, "anthropic: no API key (memory.pipelineV2.extraction.api_key or ANTHROPIC_API_KEY)"
+        return self._probe("/v1/models")
+
+
+class NoProvider:
+    """``provider: none``: the pipeline does not run; jobs wait until a provider is set."""
+
+    name = "none"
+
+    def __init__(self, settings: ExtractionSettings) -> None:
+        self.model = settings.model
+
+    @classmethod
+    def from_settings(cls, settings: ExtractionSettings) -> NoProvider:
+        return cls(settings)
+
+    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+        raise LlmUnavailable("no LLM provider configured (memory.pipelineV2.extraction.provider: none)")
+
+    def health(self) -> tuple[bool, str | None]:
+        return False, "no LLM provider configured (memory.pipelineV2.extraction.provider: none)"

@@ -1,0 +1,191 @@
+"""The durable job queue on ``memory_jobs`` (spec 001 "Job Queue", 004 "Job Queue").
+
+Lifecycle: ``pending`` -> ``leased`` -> ``completed``; a failure goes back to ``pending``
+while attempts remain, else to ``dead``. Every function here takes a connection and is
+meant to run inside ``db.write`` (or, for the stats, ``db.read``): they are short SQL
+statements and never wait on anything else.
+
+Leasing is one ``UPDATE … WHERE id = (SELECT …) AND status = 'pending' RETURNING *``
+statement. SQLite runs a write statement under the database's write lock, so two workers
+(even in two processes with their own connections) cannot both move the same row out of
+``pending``: the second one's sub-select no longer sees it.
+"""
+
+from __future__ import annotations
+
+import json
+import uuid
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from signet.memory.records import now_iso
+
+JOB_TYPES = ("extract", "document_ingest")
+LIVE = ("pending", "leased")
+
+
+@dataclass(frozen=True)
+class Job:
+    id: str
+    job_type: str
+    memory_id: str | None
+    payload: dict[str, Any]
+    attempts: int
+    max_attempts: int
+    leased_at: str | None
+
+    @classmethod
+    def from_row(cls, row: Any) -> Job:
+        try:
+            payload = json.loads(row["payload"]) if row["payload"] else {}
+        except ValueError:
+            payload = {"_unparseable": str(row["payload"])[:200]}
+        return cls(
+            id=row["id"], job_type=row["job_type"], memory_id=row["memory_id"],
+            payload=payload if isinstance(payload, dict) else {"value": payload},
+            attempts=int(row["attempts"]), max_attempts=int(row["max_attempts"]), leased_at=row["leased_at"],
+        )
+
+
+def enqueue(
+    conn: Any, job_type: str, *, memory_id: str | None = None, payload: dict[str, Any] | None = None,
+    max_attempts: int = 3, document_id: str | None = None,
+) -> tuple[str, bool]:
+    """Insert a pending job; returns (job id, created).
+
+    A job for the same target (``memory_id``, or the payload's ``session_key``) and type
+    that is still pending or leased is reused instead (spec: duplicates are dropped).
+    """
+    if job_type not in JOB_TYPES:
+        raise ValueError(f"unknown job type {job_type!r}")
+    payload = payload or {}
+    existing = None
+    if memory_id is not None:
+        existing = conn.execute(
+            "SELECT id FROM memory_jobs WHERE memory_id = ? AND job_type = ? AND status IN ('pending', 'leased')",
+            (memory_id, job_type),
+        ).fetchone()
+    elif payload.get("session_key") is not None:
+        existing = conn.execute(
+            "SELECT id FROM memory_jobs WHERE memory_id IS NULL AND job_type = ? AND status IN ('pending', 'leased')"
+            " AND json_extract(payload, '$.session_key') = ?",
+            (job_type, payload["session_key"]),
+        ).fetchone()
+    if existing is not None:
+        return str(existing[0]), False
+    jid = str(uuid.uuid4())
+    now = now_iso()
+    conn.execute(
+        "INSERT INTO memory_jobs(id, memory_id, job_type, status, payload, attempts, max_attempts, document_id,"
+        " created_at, updated_at) VALUES (?, ?, ?, 'pending', ?, 0, ?, ?, ?, ?)",
+        (jid, memory_id, job_type, json.dumps(payload), max_attempts, document_id, now, now),
+    )
+    return jid, True
+
+
+def lease(conn: Any, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
+    """Atomically take the oldest pending job with attempts left (status leased, attempts+1)."""
+    now = now_iso()
+    marks = ",".join("?" for _ in job_types)
+    row = conn.execute(
+        "UPDATE memory_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, updated_at = ?"
+        " WHERE id = (SELECT id FROM memory_jobs WHERE status = 'pending' AND attempts < max_attempts"
+        f" AND job_type IN ({marks}) ORDER BY created_at, rowid LIMIT 1) AND status = 'pending' RETURNING *",
+        (now, now, *job_types),
+    ).fetchone()
+    return Job.from_row(row) if row is not None else None
+
+
+def complete(conn: Any, job_id: str, result: dict[str, Any]) -> bool:
+    """Mark a leased job completed; False when the lease was lost (reaped and re-leased)."""
+    now = now_iso()
+    cur = conn.execute(
+        "UPDATE memory_jobs SET status = 'completed', result = ?, completed_at = ?, updated_at = ?, error = NULL"
+        " WHERE id = ? AND status = 'leased'",
+        (json.dumps(result, sort_keys=True), now, now, job_id),
+    )
+    return bool(cur.rowcount)
+
+
+def fail(conn: Any, job_id: str, error: str, *, permanent: bool = False) -> str | None:
+    """Record a failure: back to ``pending`` while attempts remain, else ``dead``.
+
+    ``permanent`` errors (a job that can never succeed, e.g. its memory is gone) go to
+    ``dead`` at once. Returns the new status, or None when the job was not leased.
+    """
+    now = now_iso()
+    row = conn.execute("SELECT attempts, max_attempts, status FROM memory_jobs WHERE id = ?", (job_id,)).fetchone()
+    if row is None or row["status"] != "leased":
+        return None
+    status = "dead" if permanent or int(row["attempts"]) >= int(row["max_attempts"]) else "pending"
+    conn.execute(
+        "UPDATE memory_jobs SET status = ?, error = ?, failed_at = ?, updated_at = ?, leased_at = NULL WHERE id = ?",
+        (status, error[:2000], now, now, job_id),
+    )
+    return status
+
+
+def reap_stale(conn: Any, lease_timeout_ms: int) -> int:
+    """Release leases older than the timeout (a worker died mid-job) back to ``pending``.
+
+    A job whose attempts are used up goes to ``dead`` instead, so a job that kills its
+    worker every time cannot loop forever.
+    """
+    cut = (datetime.now(UTC) - timedelta(milliseconds=lease_timeout_ms)).isoformat(timespec="microseconds")
+    now = now_iso()
+    dead = conn.execute(
+        "UPDATE memory_jobs SET status = 'dead', error = COALESCE(error, 'lease expired on the last attempt'),"
+        " failed_at = ?, updated_at = ?, leased_at = NULL"
+        " WHERE status = 'leased' AND leased_at < ? AND attempts >= max_attempts",
+        (now, now, cut),
+    ).rowcount
+    released = conn.execute(
+        "UPDATE memory_jobs SET status = 'pending', leased_at = NULL, updated_at = ?,"
+        " error = COALESCE(error, 'lease expired')"
+        " WHERE status = 'leased' AND leased_at < ?",
+        (now, cut),
+    ).rowcount
+    return int(dead) + int(released)
+
+
+def release_leases(conn: Any, lease_timeout_ms: int) -> int:
+    """Operator action (``POST /api/repair/release-leases``): same as the reaper, now."""
+    return reap_stale(conn, lease_timeout_ms)
+
+
+def requeue_dead(conn: Any, *, limit: int = 50, job_id: str | None = None) -> list[str]:
+    """Dead jobs back to ``pending`` with ``attempts = 0`` (at most ``limit`` per call)."""
+    if job_id is not None:
+        ids = [r[0] for r in conn.execute("SELECT id FROM memory_jobs WHERE id = ? AND status = 'dead'", (job_id,))]
+    else:
+        ids = [r[0] for r in conn.execute(
+            "SELECT id FROM memory_jobs WHERE status = 'dead' ORDER BY failed_at, rowid LIMIT ?", (limit,))]
+    now = now_iso()
+    for jid in ids:
+        conn.execute(
+            "UPDATE memory_jobs SET status = 'pending', attempts = 0, leased_at = NULL, updated_at = ? WHERE id = ?",
+            (now, jid),
+        )
+    return [str(i) for i in ids]
+
+
+def stats(conn: Any) -> dict[str, Any]:
+    """Depth by status and by type, oldest pending, dead count: for ``/api/pipeline/status``."""
+    by_status = {s: 0 for s in ("pending", "leased", "completed", "failed", "dead")}
+    by_type: dict[str, dict[str, int]] = {}
+    for r in conn.execute("SELECT job_type, status, COUNT(*) FROM memory_jobs GROUP BY job_type, status"):
+        by_status[r[1]] = by_status.get(r[1], 0) + int(r[2])
+        by_type.setdefault(r[0], {})[r[1]] = int(r[2])
+    oldest = conn.execute("SELECT MIN(created_at) FROM memory_jobs WHERE status = 'pending'").fetchone()[0]
+    age = None
+    if oldest is not None:
+        age = round((datetime.now(UTC) - datetime.fromisoformat(oldest)).total_seconds(), 3)
+    last_error = conn.execute(
+        "SELECT error FROM memory_jobs WHERE error IS NOT NULL AND status IN ('pending', 'dead')"
+        " ORDER BY updated_at DESC LIMIT 1"
+    ).fetchone()
+    return {
+        "by_status": by_status, "by_type": by_type, "oldest_pending": oldest, "oldest_pending_age_s": age,
+        "dead": by_status.get("dead", 0), "last_error": last_error[0] if last_error else None,
+    }

@@ -1,0 +1,161 @@
+"""Wiring the pipeline into a Runtime: hooks on remember, worker start/stop, status."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from typing import TYPE_CHECKING, Any
+
+from signet import plugins
+from signet.config import PipelineSettings
+from signet.pipeline import graph, queue
+from signet.pipeline.extraction import cap_input, render, strip_think
+from signet.pipeline.llm.base import LlmProvider, RecordingLlm
+from signet.pipeline.worker import Processor, Worker
+
+if TYPE_CHECKING:
+    from signet.daemon.runtime import Runtime
+    from signet.ingest.base import Turn
+
+log = logging.getLogger(__name__)
+
+HEALTH_TTL = 15.0
+
+
+class Pipeline:
+    """The pipeline of one runtime: provider, worker, and the status snapshot."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self.runtime = runtime
+        self.settings: PipelineSettings = runtime.settings.memory.pipeline
+        self.provider: LlmProvider | None = None
+        self.provider_error: str | None = None
+        name = self.settings.extraction.provider
+        factories = plugins.llm_providers()
+        if name not in factories:
+            self.provider_error = f"unknown LLM provider {name!r} (installed: {', '.join(sorted(factories))})"
+        else:
+            self.provider = factories[name](self.settings.extraction)
+        self.llm = RecordingLlm(self.provider, self.settings.extraction, db=runtime.db) if self.provider else None
+        self.worker = Worker(
+            Processor(runtime.service, self.settings, self.llm) if self.llm is not None else None,
+            self.settings, runtime.db, self.wait_reason(),
+        )
+        self._health: tuple[float, bool, str | None] | None = None
+        self._health_lock = threading.Lock()
+
+    def wait_reason(self) -> str | None:
+        s = self.settings
+        if not s.enabled:
+            return "the pipeline is disabled (memory.pipelineV2.enabled: false)"
+        if self.provider_error:
+            return f"waiting for a provider: {self.provider_error}"
+        if s.extraction.provider == "none":
+            return ("waiting for a provider: memory.pipelineV2.extraction.provider is 'none'; set it to ollama, "
+                    "openai or anthropic and restart the daemon")
+        if s.mutations_frozen:
+            return "mutations are frozen (memory.pipelineV2.mutationsFrozen): jobs wait, nothing is extracted"
+        if s.workers == 0:
+            return "no workers (memory.pipelineV2.workers: 0)"
+        return None
+
+    # -- hooks -----------------------------------------------------------------------------
+    def on_remember(self, conn: Any, mem: dict[str, Any]) -> None:
+        """Inside the remember transaction: link entities, queue extraction (never for the
+        pipeline's own facts, which would loop)."""
+        if self.settings.graph.enabled:
+            graph.inline_link(conn, mem["id"], mem["content"], mem.get("agent_id") or "default")
+        if self.settings.enabled and mem.get("source_type") != "pipeline":
+            queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
+            self.worker.notify()
+
+    def summarize(self, turns: list[Turn]) -> str | None:
+        """The handoff summarizer (HookService.summarizer) on the configured provider."""
+        if self.llm is None:
+            return None
+        text = "\n".join(f"{t.role}: {t.content}" for t in turns)
+        out = self.llm.complete(render("summary", text=cap_input(text)), purpose="summary")
+        return strip_think(out) or None
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self, runtime: Runtime) -> None:
+        self.worker.start()
+        if self.llm is not None and self.settings.summarize_handoff and self.wait_reason() is None:
+            from signet.daemon.routes.hooks import hook_service
+
+            hook_service(runtime).summarizer = self.summarize
+
+    def stop(self, runtime: Runtime) -> None:
+        self.worker.stop()
+
+    # -- status ----------------------------------------------------------------------------
+    def health(self) -> tuple[bool, str | None]:
+        if self.provider is None:
+            return False, self.provider_error
+        with self._health_lock:
+            cached = self._health
+            if cached is not None and time.monotonic() - cached[0] < HEALTH_TTL:
+                return cached[1], cached[2]
+        ok, why = self.provider.health()
+        with self._health_lock:
+            self._health = (time.monotonic(), ok, why)
+        return ok, why
+
+    def status(self) -> dict[str, Any]:
+        s = self.settings
+        stats = self.runtime.db.read(queue.stats)
+        healthy, why = self.health() if s.enabled else (False, None)
+        waiting = self.wait_reason()
+        worker = self.worker.snapshot()
+        pending = stats["by_status"].get("pending", 0)
+        if waiting is not None:
+            state = "disabled" if not s.enabled else "waiting"
+        elif worker["backoff_s"] > 0:
+            state = "backoff"
+        elif not healthy and pending:
+            state = "degraded"
+            waiting = (f"provider unreachable: {why}; jobs are retried with backoff and go dead after "
+                       f"{s.max_attempts} attempts (requeue with `signet pipeline requeue`)")
+        else:
+            state = "running"
+        if state == "backoff":
+            waiting = f"backing off {worker['backoff_s']:.1f}s after {worker['consecutive_failures']} failures: " \
+                      f"{worker['last_error']}"
+        mode = ("disabled" if not s.enabled else "frozen" if s.mutations_frozen else
+                "shadow" if s.shadow_mode else "controlled")
+        return {
+            "state": state,
+            "reason": waiting,
+            "mode": mode,
+            "flags": {
+                "enabled": s.enabled, "shadowMode": s.shadow_mode, "mutationsFrozen": s.mutations_frozen,
+                "allowUpdateDelete": s.allow_update_delete,
+                "minFactConfidenceForWrite": s.min_fact_confidence_for_write, "graphEnabled": s.graph.enabled,
+                "maxAttempts": s.max_attempts, "leaseTimeoutMs": s.lease_timeout_ms, "workers": s.workers,
+            },
+            "provider": {
+                "name": s.extraction.provider, "model": s.extraction.model,
+                "endpoint": getattr(self.provider, "endpoint", None), "timeout_s": s.extraction.timeout,
+                "healthy": healthy, "error": why,
+                "calls": self.llm.summary() if self.llm is not None else None,
+            },
+            "queue": stats,
+            "worker": worker,
+        }
+
+
+def install(runtime: Runtime) -> Pipeline:
+    p = Pipeline(runtime)
+    runtime.extras["pipeline"] = p
+    runtime.service.on_remember_tx.append(p.on_remember)
+    runtime.on_start.append(p.start)
+    runtime.on_stop.append(p.stop)
+    return p
+
+
+def pipeline_of(runtime: Runtime) -> Pipeline:
+    p = runtime.extras.get("pipeline")
+    if not isinstance(p, Pipeline):
+        p = install(runtime)
+    return p

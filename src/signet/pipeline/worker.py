@@ -1,0 +1,266 @@
+"""The pipeline worker: lease a job, extract, decide, write, persist the graph, complete.
+
+Order inside one job, and why:
+1. read the source text (memory, transcript turns, document) - a read;
+2. extraction and one decision call per fact - LLM calls, no transaction open;
+3. embeddings for the adds, then one write transaction for the facts and their history;
+4. updates / deletes through MemoryService (their own transactions);
+5. graph persistence and ``complete`` in one last transaction (a graph failure is logged
+   and the job still completes: it never reverts the facts).
+
+A crash anywhere before step 5 leaves the job ``leased``; it is released at the next start
+(or by the reaper) and runs again. The adds of the first run are then hash duplicates, so
+they are recorded as ``dedupedExistingId`` and nothing is written twice.
+"""
+
+from __future__ import annotations
+
+import functools
+import logging
+import random
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from signet.config import PipelineSettings
+from signet.memory.scope import ReadScope
+from signet.memory.service import MemoryService
+from signet.pipeline import graph, queue
+from signet.pipeline.decision import Proposal, decide
+from signet.pipeline.extraction import Extraction, extraction_prompt, parse_extraction
+from signet.pipeline.llm.base import LlmError, RecordingLlm
+from signet.pipeline.writes import Source, Writer
+
+log = logging.getLogger(__name__)
+
+JITTER_MS = 500
+
+
+class PermanentJobError(Exception):
+    """The job can never succeed (its source is gone or unreadable): dead at once."""
+
+
+def backoff_seconds(failures: int, base_ms: int, max_ms: int, rng: random.Random | None = None) -> float:
+    """``min(base * 2^n, max)`` plus up to 500 ms of jitter (never more than ``base``)."""
+    if failures <= 0:
+        return 0.0
+    delay = min(base_ms * (2 ** (failures - 1)), max_ms)
+    jitter = (rng or random).random() * min(JITTER_MS, base_ms)
+    return float(delay + jitter) / 1000.0
+
+
+@dataclass
+class JobResult:
+    facts: int
+    entities: int
+    warnings: list[str]
+    writes: dict[str, Any]
+    graph: dict[str, int] | None
+    graph_error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"facts": self.facts, "entities": self.entities, "warnings": self.warnings[:50],
+                "writes": self.writes, "graph": self.graph, "graph_error": self.graph_error}
+
+
+class Processor:
+    """Runs one leased job end to end (no threads here: the worker owns those)."""
+
+    def __init__(self, service: MemoryService, settings: PipelineSettings, llm: RecordingLlm) -> None:
+        self.service = service
+        self.db = service.db
+        self.settings = settings
+        self.llm = llm
+        self.writer = Writer(service, settings)
+
+    def source(self, job: queue.Job) -> Source | None:
+        """The text to extract from; None when there is nothing (left) to do."""
+        if job.job_type == "document_ingest":
+            text = job.payload.get("content") or job.payload.get("text")
+            if not isinstance(text, str) or not text.strip():
+                raise PermanentJobError("document_ingest job without 'content' in its payload")
+            ref = str(job.payload.get("document_id") or job.id)
+            return Source("document", ref, text, str(job.payload.get("agent_id") or "default"),
+                          job.payload.get("project"))
+        if job.memory_id is not None:
+            mid = job.memory_id
+            row = self.db.read(lambda c: c.execute(
+                "SELECT id, content, agent_id, project, is_deleted FROM memories WHERE id = ?", (mid,)).fetchone())
+            if row is None or row["is_deleted"]:
+                return None
+            return Source("memory", row["id"], row["content"], row["agent_id"], row["project"], memory_id=row["id"])
+        key = job.payload.get("session_key")
+        if isinstance(key, str) and key:
+            turns = self.db.read(lambda c: c.execute(
+                "SELECT role, content FROM transcript_turns WHERE session_key = ? ORDER BY turn_index", (key,)
+            ).fetchall())
+            if turns:
+                text = "\n".join(f"{t['role']}: {t['content']}" for t in turns)
+            else:
+                row = self.db.read(lambda c: c.execute(
+                    "SELECT content FROM session_transcripts WHERE session_key = ?", (key,)).fetchone())
+                if row is None:
+                    raise PermanentJobError(f"no transcript stored for session {key!r}")
+                text = row["content"]
+            return Source("transcript", key, text, str(job.payload.get("agent_id") or "default"),
+                          job.payload.get("project"))
+        raise PermanentJobError("extract job with neither memory_id nor payload.session_key")
+
+    def extract(self, src: Source, job_id: str) -> Extraction:
+        raw = self.llm.complete(extraction_prompt(src.text), purpose="extraction", job_id=job_id)
+        return parse_extraction(raw)
+
+    def run(self, job: queue.Job) -> dict[str, Any]:
+        src = self.source(job)
+        if src is None:
+            return {"skipped": "source memory is gone"}
+        ex = self.extract(src, job.id)
+        scope = ReadScope(agent_id=src.agent_id, policy="isolated")
+        exclude = {src.memory_id} if src.memory_id else set()
+        proposals: list[Proposal] = [
+            decide(self.llm, self.service, f, limit=self.settings.decision_candidates, job_id=job.id,
+                   exclude=exclude, scope=scope)
+            for f in ex.facts
+        ]
+        warnings = list(ex.warnings) + [w for p in proposals for w in p.warnings]
+        report = self.writer.apply(proposals, src, job_id=job.id, model=f"{self.llm.name}:{self.llm.model}")
+        linked = dict(report.memories)
+        if src.memory_id:
+            linked[src.memory_id] = src.text
+        result = JobResult(len(ex.facts), len(ex.entities), warnings, report.as_dict(), None)
+        do_graph = self.settings.graph.enabled and not self.settings.shadow_mode and bool(ex.entities)
+        if do_graph:
+            try:
+                result.graph = self.db.write(lambda c: graph.persist(
+                    c, ex.entities, agent_id=src.agent_id, memories=linked, job_id=job.id))
+            except Exception as exc:  # graph failure is non-fatal by design (spec): log it, keep the facts
+                log.exception("pipeline: graph persistence for job %s failed", job.id)
+                result.graph_error = str(exc)[:300]
+        if src.memory_id:
+            mid = src.memory_id
+            self.db.write(lambda c: c.execute(
+                "UPDATE memories SET extraction_status = 'completed', extraction_model = ? WHERE id = ?",
+                (f"{self.llm.name}:{self.llm.model}", mid)))
+        return result.as_dict()
+
+
+class Worker:
+    """Worker threads and the stale-lease reaper. Jobs wait while the pipeline cannot run."""
+
+    def __init__(self, processor: Processor | None, settings: PipelineSettings, db: Any,
+                 wait_reason: str | None) -> None:
+        self.processor = processor
+        self.settings = settings
+        self.db = db
+        self.wait_reason = wait_reason
+        """Why no job is leased at all (no provider, mutations frozen); None when running."""
+        self._stop = threading.Event()
+        self._wake = threading.Event()
+        self._threads: list[threading.Thread] = []
+        self.consecutive_failures = 0
+        self.backoff_until: float | None = None
+        self.processed = 0
+        self.failed = 0
+        self.last_error: str | None = None
+        self.current: dict[str, str] = {}
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        released = self.db.write(lambda c: queue.release_leases(c, 0))
+        if released:
+            log.info("pipeline: released %d leases left by a previous run", released)
+        self._threads.append(threading.Thread(target=self._reaper, name="signet-pipeline-reaper", daemon=True))
+        if self.wait_reason is None and self.processor is not None:
+            for i in range(self.settings.workers):
+                self._threads.append(threading.Thread(target=self._loop, name=f"signet-pipeline-{i}", daemon=True))
+        for t in self._threads:
+            t.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._wake.set()
+        for t in self._threads:
+            t.join(timeout=30)
+
+    def notify(self) -> None:
+        self._wake.set()
+
+    def _reaper(self) -> None:
+        interval = self.settings.reaper_interval_ms / 1000
+        while not self._stop.wait(interval):
+            try:
+                n = self.db.write(lambda c: queue.reap_stale(c, self.settings.lease_timeout_ms))
+            except RuntimeError:  # database closed under us at shutdown
+                return
+            if n:
+                log.info("pipeline: reaper released %d stale leases", n)
+
+    def _sleep(self, seconds: float) -> None:
+        self._wake.clear()
+        self._wake.wait(seconds)
+
+    def _loop(self) -> None:
+        import time
+
+        assert self.processor is not None
+        poll = self.settings.poll_interval_ms / 1000
+        while not self._stop.is_set():
+            try:
+                job = self.db.write(queue.lease)
+            except RuntimeError:
+                return
+            if job is None:
+                self._sleep(poll)
+                continue
+            name = threading.current_thread().name
+            with self._lock:
+                self.current[name] = job.id
+            try:
+                result = self.processor.run(job)
+            except (LlmError, PermanentJobError) as exc:
+                self._failed(job, str(exc), permanent=isinstance(exc, PermanentJobError))
+            except Exception as exc:  # a bug in one job must not kill the worker; the job records it
+                log.exception("pipeline: job %s crashed", job.id)
+                self._failed(job, f"{type(exc).__name__}: {exc}", permanent=False)
+            else:
+                self.db.write(functools.partial(queue.complete, job_id=job.id, result=result))
+                with self._lock:
+                    self.consecutive_failures = 0
+                    self.backoff_until = None
+                    self.processed += 1
+            finally:
+                with self._lock:
+                    self.current.pop(name, None)
+            with self._lock:
+                n = self.consecutive_failures
+            if n:
+                delay = backoff_seconds(n, self.settings.backoff_base_ms, self.settings.backoff_max_ms)
+                with self._lock:
+                    self.backoff_until = time.time() + delay
+                if self._stop.wait(delay):
+                    return
+
+    def _failed(self, job: queue.Job, error: str, *, permanent: bool) -> None:
+        try:
+            status = self.db.write(lambda c: queue.fail(c, job.id, error, permanent=permanent))
+        except RuntimeError:
+            return
+        log.warning("pipeline: job %s failed (attempt %d/%d, now %s): %s", job.id, job.attempts, job.max_attempts,
+                    status, error)
+        with self._lock:
+            self.failed += 1
+            self.last_error = error
+            if not permanent:
+                self.consecutive_failures += 1
+
+    def snapshot(self) -> dict[str, Any]:
+        import time
+
+        with self._lock:
+            until = self.backoff_until
+            return {
+                "threads": sum(1 for t in self._threads if t.is_alive() and t.name != "signet-pipeline-reaper"),
+                "processed": self.processed, "failed": self.failed, "consecutive_failures": self.consecutive_failures,
+                "backoff_s": round(until - time.time(), 3) if until and until > time.time() else 0.0,
+                "last_error": self.last_error, "leased_now": list(self.current.values()),
+            }

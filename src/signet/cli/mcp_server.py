@@ -1,0 +1,28 @@
+"""``signet mcp``: the MCP server over stdio, for harness configs (Claude Code, Codex, Cursor…)."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from signet.cli.app import app
+from signet.cli.client import base_url
+
+
+@app.command("mcp")
+def mcp_command(
+    url: Annotated[str | None, typer.Option("--url", help="Daemon URL (default: SIGNET_HOST/SIGNET_PORT, "
+                                                           "agent.yaml, http://127.0.0.1:3850).")] = None,
+    token: Annotated[str | None, typer.Option("--token", envvar="SIGNET_TOKEN",
+                                              help="Bearer token for a daemon in team mode.")] = None,
+    start_daemon: Annotated[bool, typer.Option("--start-daemon", envvar="SIGNET_MCP_START_DAEMON",
+                                               help="Start the daemon if it is not running.")] = False,
+    timeout: Annotated[float, typer.Option(help="Seconds to wait for each daemon call.", min=0.1)] = 30.0,
+) -> None:
+    """Run the MCP server over stdio; its tools call the running daemon (start it with `signet start`)."""
+    from signet.mcp.stdio import serve_stdio
+    from signet.workspace import Workspace
+
+    serve_stdio(url or base_url(), token=token, start_daemon=start_daemon, workspace_root=Workspace.from_env().root,
+                timeout=timeout)

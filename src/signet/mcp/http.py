@@ -1,0 +1,106 @@
+"""``/mcp`` on the daemon: the same MCP tools over Streamable HTTP.
+
+Tools reach the daemon's own HTTP API in-process (``httpx.ASGITransport`` over the app),
+carrying the MCP request's ``Authorization`` header and peer address. So a tool call
+passes the same auth, scope and rate-limit checks as the equivalent API call and runs the
+same handler: results are identical to the HTTP API and to ``signet mcp`` by construction,
+not by a second implementation. The MCP session manager runs inside the app's lifespan.
+
+The server is stateless with JSON responses: each POST is answered on its own, nothing is
+kept between requests, and any MCP client (or curl) can call it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import TYPE_CHECKING, Any
+
+import httpx
+from mcp.server.mcpserver import Context
+from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+from starlette.routing import Route
+from starlette.types import Receive, Scope, Send
+
+from signet.mcp.tools import build_server
+from signet.sdk import AsyncSignetClient
+
+if TYPE_CHECKING:
+    from fastapi import FastAPI
+
+    from signet.daemon.runtime import Runtime
+
+PATH = "/mcp"
+LOOPBACK = ("127.0.0.1", "localhost", "::1")
+# Request headers a tool call carries over to the API call it makes.
+FORWARDED = ("authorization", "host", "x-forwarded-for", "x-real-ip")
+
+
+class McpEndpoint:
+    """The ASGI endpoint at ``/mcp``; ``lifespan()`` runs its session manager."""
+
+    def __init__(self, app: FastAPI, runtime: Runtime) -> None:
+        self.app = app
+        self.host = runtime.settings.daemon.host
+        self.server = build_server(self._client, runtime.workspace.root)
+        self._manager: StreamableHTTPSessionManager | None = None
+
+    def _security(self) -> TransportSecuritySettings | None:
+        # On loopback, refuse browsers' cross-site requests and DNS-rebinding Hosts (the SDK's
+        # own default); on a network bind the daemon's auth decides who may call.
+        if self.host not in LOOPBACK:
+            return TransportSecuritySettings(enable_dns_rebinding_protection=False)
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=True,
+            allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*", "127.0.0.1", "localhost", "[::1]"],
+            allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        )
+
+    @asynccontextmanager
+    async def lifespan(self) -> AsyncIterator[None]:
+        # A session manager runs once; a new one per app start lets an app restart (tests do).
+        self.server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True,
+                                        transport_security=self._security(), host=self.host)
+        manager = self.server.session_manager
+        async with manager.run():
+            self._manager = manager
+            try:
+                yield
+            finally:
+                self._manager = None
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        manager = self._manager
+        if manager is None:
+            resp = JSONResponse({"error": "the MCP endpoint is not running (app lifespan not started)",
+                                 "code": "daemon_unavailable"}, status_code=503)
+            await resp(scope, receive, send)
+            return
+        await manager.handle_request(scope, receive, send)
+
+    @asynccontextmanager
+    async def _client(self, ctx: Context) -> AsyncIterator[AsyncSignetClient]:
+        request = ctx.request_context.request
+        headers: dict[str, Any] = {}
+        peer = ("127.0.0.1", 0)
+        if isinstance(request, Request):
+            headers = {k: v for k, v in request.headers.items() if k in FORWARDED}
+            if request.client is not None:
+                peer = (request.client.host, request.client.port)
+        host = headers.pop("host", "127.0.0.1")
+        transport = httpx.ASGITransport(app=self.app, client=peer)
+        client = AsyncSignetClient(f"http://{host}", actor="mcp", token="", headers=headers, transport=transport)
+        try:
+            yield client
+        finally:
+            await client.aclose()
+
+
+def mount_mcp(app: FastAPI, runtime: Runtime) -> McpEndpoint:
+    """Add ``/mcp`` to ``app``; the caller enters ``endpoint.lifespan()`` in the app's lifespan."""
+    endpoint = McpEndpoint(app, runtime)
+    app.router.routes.append(Route(PATH, endpoint, methods=["GET", "POST", "DELETE"], name="mcp"))
+    return endpoint

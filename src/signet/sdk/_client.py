@@ -1,0 +1,192 @@
+"""The two thin drivers: :class:`SignetClient` (sync) and :class:`AsyncSignetClient`.
+
+Each operation of :mod:`signet.sdk._ops` is attached once, to a shared mixin, through the
+:class:`Op` descriptor. Looked up on a sync client it runs ``_execute`` and returns the
+model; on an async client it returns a coroutine. The drivers differ only in how one
+:class:`~signet.sdk._core.Call` travels over httpx, so there is no second copy of any
+operation to drift (and mypy sees the real signature and return type of both).
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+from collections.abc import Awaitable, Callable, Mapping
+from types import TracebackType
+from typing import Any, Generic, ParamSpec, TypeVar, overload
+
+import httpx
+
+from signet.errors import DaemonUnavailable
+from signet.sdk import _ops
+from signet.sdk._core import Call, read_response
+
+P = ParamSpec("P")
+T = TypeVar("T")
+
+DEFAULT_TIMEOUT = 30.0
+
+
+def _default_url() -> str:
+    from signet.cli.client import base_url  # SIGNET_HOST/SIGNET_PORT, then agent.yaml, then 127.0.0.1:3850
+
+    return base_url()
+
+
+def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
+    headers = {"X-Signet-Actor": actor or "sdk"}
+    token = token if token is not None else os.environ.get("SIGNET_TOKEN")
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    headers.update(extra or {})
+    return headers
+
+
+def _unreachable(url: str, exc: httpx.TransportError) -> DaemonUnavailable:
+    if isinstance(exc, httpx.TimeoutException):
+        return DaemonUnavailable(f"the Signet daemon at {url} did not answer in time", url=url)
+    return DaemonUnavailable(
+        f"the Signet daemon is not running at {url}; start it with `signet start`", url=url
+    )
+
+
+class SyncDriver:
+    """Sends one call with ``httpx.Client``."""
+
+    def __init__(
+        self, url: str | None = None, *, token: str | None = None, actor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT, headers: Mapping[str, str] | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
+        self.url = (url or _default_url()).rstrip("/")
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
+                                  transport=transport)
+
+    def _execute(self, call: Call[T]) -> T:
+        try:
+            resp = self._http.request(call.method, call.path, json=call.json, params=dict(call.params) or None)
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from None
+        return read_response(call, resp.status_code, resp.headers, resp.content)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self: _S) -> _S:
+        return self
+
+    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+        self.close()
+
+
+class AsyncDriver:
+    """Sends one call with ``httpx.AsyncClient``."""
+
+    def __init__(
+        self, url: str | None = None, *, token: str | None = None, actor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT, headers: Mapping[str, str] | None = None,
+        transport: httpx.AsyncBaseTransport | None = None,
+    ) -> None:
+        self.url = (url or _default_url()).rstrip("/")
+        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
+                                       transport=transport)
+
+    async def _execute(self, call: Call[T]) -> T:
+        try:
+            resp = await self._http.request(call.method, call.path, json=call.json,
+                                            params=dict(call.params) or None)
+        except httpx.TransportError as exc:
+            raise _unreachable(self.url, exc) from None
+        return read_response(call, resp.status_code, resp.headers, resp.content)
+
+    async def aclose(self) -> None:
+        await self._http.aclose()
+
+    async def __aenter__(self: _A) -> _A:
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        await self.aclose()
+
+
+_S = TypeVar("_S", bound=SyncDriver)
+_A = TypeVar("_A", bound=AsyncDriver)
+
+
+class Op(Generic[P, T]):
+    """An operation as a method: returns ``T`` on a sync client, ``Awaitable[T]`` on an async one."""
+
+    def __init__(self, build: Callable[P, Call[T]]) -> None:
+        self.build = build
+        self.__doc__ = build.__doc__
+
+    @overload
+    def __get__(self, obj: None, owner: type[Any]) -> Op[P, T]: ...
+
+    @overload
+    def __get__(self, obj: AsyncDriver, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+
+    @overload
+    def __get__(self, obj: SyncDriver, owner: type[Any]) -> Callable[P, T]: ...
+
+    def __get__(self, obj: object, owner: type[Any]) -> Any:
+        if obj is None:
+            return self
+        build = self.build
+        if isinstance(obj, AsyncDriver):
+            driver = obj
+
+            async def run_async(*args: P.args, **kwargs: P.kwargs) -> T:
+                return await driver._execute(build(*args, **kwargs))
+
+            return functools.wraps(build)(run_async)
+        if isinstance(obj, SyncDriver):
+            sync_driver = obj
+
+            def run(*args: P.args, **kwargs: P.kwargs) -> T:
+                return sync_driver._execute(build(*args, **kwargs))
+
+            return functools.wraps(build)(run)
+        raise TypeError(f"{type(obj).__name__} is not a Signet client")
+
+
+class _Operations:
+    """The SDK's surface, shared by both clients. See :mod:`signet.sdk._ops` for each method."""
+
+    remember = Op(_ops.remember)
+    remember_batch = Op(_ops.remember_batch)
+    recall = Op(_ops.recall)
+    get = Op(_ops.get)
+    list = Op(_ops.list_memories)
+    modify = Op(_ops.modify)
+    modify_batch = Op(_ops.modify_batch)
+    delete = Op(_ops.delete)
+    forget_preview = Op(_ops.forget_preview)
+    forget = Op(_ops.forget)
+    recover = Op(_ops.recover)
+    history = Op(_ops.history)
+    feedback = Op(_ops.feedback)
+    list_feedback = Op(_ops.list_feedback)
+    status = Op(_ops.status)
+    health = Op(_ops.health)
+    session_start = Op(_ops.session_start)
+    prompt_submit = Op(_ops.prompt_submit)
+    session_end = Op(_ops.session_end)
+    hook_remember = Op(_ops.hook_remember)
+    hook_recall = Op(_ops.hook_recall)
+    pre_compaction = Op(_ops.pre_compaction)
+    compaction_complete = Op(_ops.compaction_complete)
+
+
+class SignetClient(SyncDriver, _Operations):
+    """Blocking client of the Signet daemon.
+
+    ``url`` defaults to ``SIGNET_HOST``/``SIGNET_PORT``, then agent.yaml's ``daemon``
+    section, then ``http://127.0.0.1:3850``; ``token`` to ``SIGNET_TOKEN`` (team mode).
+    """
+
+
+class AsyncSignetClient(AsyncDriver, _Operations):
+    """The same client for asyncio: every method returns an awaitable of the same model."""

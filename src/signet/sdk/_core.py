@@ -1,0 +1,122 @@
+"""The sans-I/O core: a :class:`Call` says what to send and how to read the answer.
+
+Nothing here touches the network. Building a call validates the arguments against the
+shared pydantic models (so a bad argument fails before any I/O, with the same message the
+daemon would give), and :func:`read_response` turns any HTTP answer into either the typed
+model or the typed :mod:`signet.errors` exception. The sync and async clients only move
+bytes between these two functions.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Generic, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from signet.errors import InvalidRequest, RateLimited, SignetError, error_from_payload
+
+T = TypeVar("T")
+M = TypeVar("M", bound=BaseModel)
+
+# When a body carries no ``code`` (a proxy's error page, an old daemon), the status decides.
+CODE_BY_STATUS = {
+    400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
+    422: "invalid_request", 429: "rate_limited", 503: "daemon_unavailable",
+}
+
+
+@dataclass(frozen=True)
+class Call(Generic[T]):
+    """One HTTP exchange with the daemon: the request, and the parser for a 2xx body."""
+
+    method: str
+    path: str
+    parse: Callable[[Any], T]
+    json: Any = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+def validation_message(exc: ValidationError) -> str:
+    """``field: message`` of the first problem, the way the daemon words a 422."""
+    err = exc.errors()[0]
+    loc = ".".join(str(p) for p in err.get("loc", ())) or "body"
+    more = f" (and {exc.error_count() - 1} more)" if exc.error_count() > 1 else ""
+    return f"invalid request: {loc}: {err.get('msg', 'invalid')}{more}"
+
+
+def build(model: type[M], data: M | Mapping[str, Any]) -> M:
+    """Validate ``data`` as ``model`` locally; a failure is the same InvalidRequest the daemon raises."""
+    if isinstance(data, model):
+        return data
+    try:
+        return model.model_validate(dict(data) if isinstance(data, Mapping) else data)
+    except ValidationError as exc:
+        problems = [{"field": ".".join(str(p) for p in e.get("loc", ())) or "body", "message": e.get("msg", "")}
+                    for e in exc.errors()[:20]]
+        raise InvalidRequest(validation_message(exc), problems=problems) from None
+
+
+def body(model: BaseModel) -> dict[str, Any]:
+    """The JSON body of a request model: only what the caller set, so daemon defaults apply."""
+    return model.model_dump(mode="json", exclude_unset=True, by_alias=True)
+
+
+def query(**params: Any) -> dict[str, Any]:
+    """Query parameters without the unset ones; booleans as ``true``/``false``."""
+    out: dict[str, Any] = {}
+    for key, value in params.items():
+        if value is None or value == []:
+            continue
+        if isinstance(value, bool):
+            value = "true" if value else "false"
+        elif hasattr(value, "isoformat"):
+            value = value.isoformat()
+        elif hasattr(value, "value"):
+            value = value.value
+        out[key] = value
+    return out
+
+
+def parser(model: type[M]) -> Callable[[Any], M]:
+    return model.model_validate
+
+
+def error_for(status: int, headers: Mapping[str, str], content: bytes) -> SignetError:
+    """The typed exception an error response describes."""
+    try:
+        data = json.loads(content) if content else {}
+    except ValueError:
+        data = None
+    if not isinstance(data, dict):
+        text = content.decode("utf-8", "replace").strip()[:200]
+        data = {"error": text or f"HTTP {status}"}
+    payload = dict(data)
+    payload.setdefault("code", CODE_BY_STATUS.get(status, "error"))
+    if payload["code"] == RateLimited.code and "retry_after" not in payload:
+        try:
+            payload["retry_after"] = int(headers.get("retry-after", "1"))
+        except ValueError:
+            payload["retry_after"] = 1
+    err = error_from_payload(status, payload)
+    if type(err) is SignetError:
+        err.status = status
+    return err
+
+
+def read_response(call: Call[T], status: int, headers: Mapping[str, str], content: bytes) -> T:
+    """The parsed body of a 2xx answer, or the typed error of any other."""
+    if status >= 400:
+        raise error_for(status, headers, content)
+    try:
+        data = json.loads(content)
+    except ValueError:
+        raise SignetError(f"{call.method} {call.path}: the daemon answered with non-JSON (HTTP {status})",
+                          code="bad_response") from None
+    try:
+        return call.parse(data)
+    except ValidationError as exc:
+        raise SignetError(f"{call.method} {call.path}: unexpected response shape: {validation_message(exc)}",
+                          code="bad_response") from None

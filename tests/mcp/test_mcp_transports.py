@@ -1,0 +1,87 @@
+"""What each transport adds: the stdio server without a daemon (a clear tool error, or a
+daemon it starts when asked), and ``/mcp`` as plain HTTP (JSON-RPC POST, Host checks)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import httpx
+from mcp import Client
+
+from tests.conftest import DaemonProcess, free_port
+from tests.mcp.conftest import quiet_workspace, run, stdio_params
+
+
+def test_stdio_without_daemon_says_how_to_start_it(tmp_path: Path) -> None:
+    ws = quiet_workspace(tmp_path / "ws")
+    port = free_port()  # nothing listens here
+
+    async def scenario() -> None:
+        async with Client(stdio_params(ws, port)) as c:
+            assert len((await c.list_tools()).tools) == 9  # listing needs no daemon
+            for _ in range(2):  # and the server survives the failure
+                r = await c.call_tool("memory_search", {"query": "anything"})
+                assert r.is_error
+                text = r.content[0].text  # type: ignore[union-attr]
+                assert "not running" in text and "signet start" in text and "[daemon_unavailable]" in text
+
+    run(scenario())
+
+
+def test_stdio_starts_the_daemon_when_asked(tmp_path: Path) -> None:
+    ws = quiet_workspace(tmp_path / "ws")
+    port = free_port()
+    env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root)}
+
+    async def scenario() -> None:
+        async with Client(stdio_params(ws, port, SIGNET_MCP_START_DAEMON="1")) as c:
+            r = await c.call_tool("memory_store", {"content": "started on demand"})
+            assert not r.is_error, r.content
+            assert r.structured_content is not None and r.structured_content["deduped"] is False
+
+    try:
+        run(scenario())
+        health = httpx.get(f"http://127.0.0.1:{port}/health", timeout=5).json()
+        assert health["status"] == "ok"
+        assert ws.pid_path.exists()
+    finally:
+        subprocess.run([sys.executable, "-m", "signet.cli.main", "stop"], env=env, check=False,
+                       capture_output=True, timeout=30)
+    assert not ws.pid_path.exists()
+
+
+def _rpc(method: str, params: dict[str, object] | None = None, id_: int = 1) -> dict[str, object]:
+    return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}}
+
+
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
+           "MCP-Protocol-Version": "2025-06-18"}
+
+
+def test_http_endpoint_speaks_plain_json_rpc(mcp_daemon: DaemonProcess) -> None:
+    url = f"{mcp_daemon.url}/mcp"
+    init = httpx.post(url, headers=HEADERS, json=_rpc("initialize", {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}))
+    assert init.status_code == 200, init.text
+    assert init.json()["result"]["serverInfo"]["name"] == "signet"
+    listed = httpx.post(url, headers=HEADERS, json=_rpc("tools/list", id_=2))
+    assert listed.status_code == 200, listed.text
+    assert len(listed.json()["result"]["tools"]) == 9
+    called = httpx.post(url, headers=HEADERS, json=_rpc("tools/call", {
+        "name": "memory_get", "arguments": {"id": "missing"}}, id_=3))
+    result = called.json()["result"]
+    assert result["isError"] is True and "[not_found]" in result["content"][0]["text"]
+
+
+def test_http_endpoint_refuses_foreign_hosts_and_origins(mcp_daemon: DaemonProcess) -> None:
+    url = f"{mcp_daemon.url}/mcp"
+    body = _rpc("tools/list")
+    rebinding = httpx.post(url, headers={**HEADERS, "Host": "evil.example:80"}, json=body)
+    assert rebinding.status_code in (403, 421), rebinding.text
+    cross_site = httpx.post(url, headers={**HEADERS, "Origin": "http://evil.example"}, json=body)
+    assert cross_site.status_code == 403, cross_site.text
+    # the rest of the API is unaffected by the mount
+    assert httpx.get(f"{mcp_daemon.url}/health").status_code == 200

@@ -1,0 +1,120 @@
+"""SIGKILL the daemon while jobs are leased: after a restart every job completes (or is dead
+with its error), no fact is written twice, and the database passes integrity_check. The
+restarted daemon also serves the ``signet pipeline`` CLI."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from typing import Any
+
+from signet.workspace import Workspace
+from tests.conftest import DaemonProcess
+from tests.pipeline.conftest import pipeline_config
+from tests.pipeline.fake_llm import FakeLLM, Reply, as_json
+
+SHARED_FACT = "The billing team reviews every deploy on Monday mornings"
+
+
+def facts_for(text: str) -> list[dict[str, Any]]:
+    n = text.rsplit(" ", 1)[-1]
+    return [
+        {"content": f"Service number {n} is owned by the billing team", "type": "fact", "confidence": 0.9},
+        {"content": SHARED_FACT, "type": "procedural", "confidence": 0.9},
+    ]
+
+
+def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if cond():
+            return
+        time.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, timeout=60,
+        env={**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)}, check=False,
+    )
+
+
+def test_sigkill_with_leased_jobs(
+    make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess], fake_llm: FakeLLM
+) -> None:
+    slow = threading.Event()
+    slow.set()
+    fake_llm.extract = lambda text: Reply(text=as_json({"facts": facts_for(text), "entities": []}),
+                                          delay=0.6 if slow.is_set() else 0.0)
+    fake_llm.decide = lambda fact, cands: as_json(
+        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"})
+    ws = make_workspace(embedding="none", memory=pipeline_config(fake_llm, workers=2))
+    d = start_daemon(ws)
+    n = 8
+    with d.client() as c:
+        for i in range(n):
+            r = c.post("/api/memory/remember", json={"content": f"Billing service inventory item {i}"})
+            assert r.status_code == 200
+
+        def leased() -> bool:
+            st = c.get("/api/pipeline/status").json()
+            return bool(st["queue"]["by_status"]["leased"] >= 1 and fake_llm.calls("extract") >= 3)
+
+        wait_for(leased, 20, "leased jobs")
+    d.proc.send_signal(signal.SIGKILL)
+    d.proc.wait()
+
+    slow.clear()
+    d2 = start_daemon(ws)
+    with d2.client() as c:
+        def settled() -> bool:
+            q = c.get("/api/pipeline/status").json()["queue"]["by_status"]
+            return bool(q["pending"] == 0 and q["leased"] == 0)
+
+        wait_for(settled, 30, "the queue to drain after restart")
+        jobs = c.get("/api/pipeline/jobs", params={"limit": 100}).json()["items"]
+        status = c.get("/api/pipeline/status").json()
+
+    assert len(jobs) == n
+    assert all(j["status"] == "completed" or (j["status"] == "dead" and j["error"]) for j in jobs), jobs
+    assert sum(j["status"] == "completed" for j in jobs) == n
+    assert any(j["attempts"] >= 2 for j in jobs), "no job was interrupted by the kill"
+    assert status["state"] == "running"
+
+    # The CLI against the restarted daemon.
+    out = cli(d2, "pipeline", "status")
+    assert out.returncode == 0 and "pipeline: running (controlled mode)" in out.stdout, out.stderr
+    out = cli(d2, "pipeline", "jobs", "--status", "completed", "--limit", "3")
+    assert out.returncode == 0 and out.stdout.count("completed") == 3 and f"3 of {n} jobs" in out.stdout
+    out = cli(d2, "pipeline", "requeue")
+    assert out.returncode == 0 and "requeued 0 dead job(s)" in out.stdout
+    out = cli(d2, "pipeline", "jobs", "--status", "bogus")
+    assert out.returncode == 1 and out.stderr.startswith("error:")
+    d2.stop()
+    out = cli(d2, "pipeline", "status")
+    assert out.returncode == 1 and "not running" in out.stderr
+
+    conn = sqlite3.connect(ws.database_path())
+    try:
+        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        derived = [r[0] for r in conn.execute("SELECT content FROM memories WHERE source_type = 'pipeline'")]
+        expected = {f["content"] for i in range(n) for f in facts_for(f"item {i}")}
+        assert sorted(derived) == sorted(expected)  # each fact exactly once, none lost
+        created = conn.execute("SELECT COUNT(*) FROM memory_history WHERE event = 'created'"
+                               " AND changed_by = 'pipeline-v2'").fetchone()[0]
+        assert created == len(expected)
+        dedups = [json.loads(r[0]) for r in conn.execute(
+            "SELECT metadata FROM memory_history WHERE event = 'none' AND metadata LIKE '%dedupedExistingId%'")]
+        assert len(dedups) >= n - 1  # the shared fact: written once, deduplicated for every other job
+        fts = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+        assert fts == conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    finally:
+        conn.close()

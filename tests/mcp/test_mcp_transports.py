@@ -3,6 +3,7 @@ daemon it starts when asked), and ``/mcp`` as plain HTTP (JSON-RPC POST, Host ch
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -10,6 +11,7 @@ from pathlib import Path
 
 import httpx
 from mcp import Client
+from mcp.client.stdio import StdioServerParameters
 
 from tests.conftest import DaemonProcess, free_port
 from tests.mcp.conftest import quiet_workspace, run, stdio_params
@@ -85,3 +87,28 @@ def test_http_endpoint_refuses_foreign_hosts_and_origins(mcp_daemon: DaemonProce
     assert cross_site.status_code == 403, cross_site.text
     # the rest of the API is unaffected by the mount
     assert httpx.get(f"{mcp_daemon.url}/health").status_code == 200
+
+
+def test_the_entry_signet_install_writes_runs_the_server(tmp_path: Path, mcp_daemon: DaemonProcess) -> None:
+    """`signet install claude-code` writes an MCP entry; running exactly that entry serves the tools."""
+    home = tmp_path / "home"
+    home.mkdir()
+    env = {**os.environ, "HOME": str(home), "SIGNET_WORKSPACE": str(mcp_daemon.workspace.root),
+           "SIGNET_PORT": str(mcp_daemon.port), "SIGNET_HOST": "127.0.0.1"}
+    subprocess.run([sys.executable, "-m", "signet.cli.main", "install", "claude-code"], env=env, check=True,
+                   capture_output=True, timeout=60)
+    entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["signet"]
+    assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
+    params = StdioServerParameters(command=entry["command"], args=entry["args"],
+                                   env={k: env[k] for k in ("HOME", "SIGNET_WORKSPACE", "SIGNET_PORT", "SIGNET_HOST",
+                                                            "PATH")})
+
+    async def scenario() -> None:
+        async with Client(params) as c:
+            r = await c.call_tool("memory_store", {"content": "installed through claude-code's own entry"})
+            assert not r.is_error, r.content
+            found = await c.call_tool("memory_search", {"query": "claude-code's own entry"})
+            assert found.structured_content is not None
+            assert found.structured_content["results"][0]["id"] == r.structured_content["id"]  # type: ignore[index]
+
+    run(scenario())

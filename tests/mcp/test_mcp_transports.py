@@ -112,3 +112,11 @@ def test_the_entry_signet_install_writes_runs_the_server(tmp_path: Path, mcp_dae
             assert found.structured_content["results"][0]["id"] == r.structured_content["id"]  # type: ignore[index]
 
     run(scenario())
+
+
+def test_signet_mcp_imports_no_model_code() -> None:
+    """`signet mcp` must start fast: the CLI and the stdio server import no torch or numpy."""
+    code = ("import sys; import signet.cli.main, signet.mcp.stdio; "
+            "print(','.join(m for m in ('torch', 'sentence_transformers', 'numpy') if m in sys.modules))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
+    assert out.stdout.strip() == ""

@@ -1,4 +1,4 @@
-"""Bearer tokens, Unauthorized and RateLimited over real HTTP.
+"""Bearer tokens, Unauthorized and RateLimited over real HTTP; MutationsFrozen in-process.
 
 Auth (team mode) is another area's work and was not in the tree when this was written, so
 no route of today's daemon answers 401 or 429. This serves the daemon's real error handlers
@@ -13,15 +13,17 @@ import asyncio
 import threading
 import time
 from collections.abc import Iterator
-from typing import Annotated
+from typing import Annotated, Any
 
 import httpx
 import pytest
 import uvicorn
 from fastapi import FastAPI, Header
 
+from signet.daemon.app import create_app
 from signet.daemon.errors import install_error_handlers
-from signet.errors import RateLimited, Unauthorized
+from signet.daemon.runtime import Runtime
+from signet.errors import MutationsFrozen, RateLimited, Unauthorized
 from signet.models import HealthResponse
 from signet.sdk import AsyncSignetClient, SignetClient
 from signet.sdk._core import read_response
@@ -90,3 +92,23 @@ def test_retry_after_header_when_the_body_has_none() -> None:
     assert exc.value.retry_after == 12 and "slow down" in exc.value.message
     with pytest.raises(Unauthorized):
         read_response(status(), 401, httpx.Headers(), b"")
+
+
+def test_mutations_frozen_in_process(make_workspace: Any) -> None:
+    """The async client over ``httpx.ASGITransport``: the real app in-process, writes frozen."""
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False, "mutationsFrozen": True}})
+    runtime = Runtime(ws).start()
+    app = create_app(runtime, manage_runtime=False)
+
+    async def scenario() -> None:
+        async with AsyncSignetClient("http://127.0.0.1:3850", transport=httpx.ASGITransport(app=app)) as c:
+            mid = (await c.remember("frozen but rememberable")).id
+            await c.delete(mid, reason="test")
+            with pytest.raises(MutationsFrozen) as frozen:
+                await c.recover(mid, reason="thaw")
+            assert frozen.value.status == 503 and "frozen" in frozen.value.message
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        runtime.stop()

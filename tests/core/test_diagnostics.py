@@ -31,7 +31,8 @@ def test_healthy_then_degraded_signals(api: TestClient, runtime: Runtime) -> Non
     runtime.db.write(jobs)
     q = api.get("/api/diagnostics/queue").json()
     assert q["status"] != "healthy"
-    assert any("60 jobs pending" in f for f in q["findings"]) and any("dead jobs" in f for f in q["findings"])
+    # 60 inserted + one extraction job per remembered memory (the pipeline waits: provider none in tests)
+    assert any("63 jobs pending" in f for f in q["findings"]) and any("dead jobs" in f for f in q["findings"])
     assert q["metrics"]["oldest_pending_age_s"] > 3000
     assert api.get("/api/diagnostics/nope").status_code == 404
     overall = api.get("/api/diagnostics").json()

@@ -180,7 +180,9 @@ class Worker:
         self._stop.set()
         self._wake.set()
         for t in self._threads:
-            t.join(timeout=30)
+            # A worker inside a long LLM call is abandoned (daemon thread): its job stays leased
+            # and is released at the next start.
+            t.join(timeout=5)
 
     def notify(self) -> None:
         self._wake.set()

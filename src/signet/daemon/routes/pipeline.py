@@ -89,7 +89,7 @@ def list_jobs(
     job_type: Annotated[Literal["extract", "document_ingest"] | None, Query()] = None,
     memory_id: Annotated[str | None, Query(max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> JobList:
     """Jobs, newest first, filtered by status, type or memory."""
     clauses, params = [], []

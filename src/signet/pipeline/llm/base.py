@@ -19,6 +19,9 @@ from typing import Any, Protocol
 from signet.config import ExtractionSettings
 from signet.memory.records import now_iso
 
+KEEP_CALLS = 10_000
+PRUNE_EVERY = 500
+
 
 class LlmError(Exception):
     """A provider call that did not produce text. ``kind`` is the recorded outcome."""
@@ -72,6 +75,7 @@ class RecordingLlm:
         self.db = db
         self.recent: collections.deque[CallOutcome] = collections.deque(maxlen=ring_size)
         self._lock = threading.Lock()
+        self._recorded = 0
 
     @property
     def name(self) -> str:
@@ -98,6 +102,12 @@ class RecordingLlm:
                           now_iso())
         with self._lock:
             self.recent.append(rec)
+            self._recorded += 1
+            prune = self._recorded % PRUNE_EVERY == 0
+        if self.db is not None and prune:
+            # The call log is for diagnostics, not an archive: keep the newest KEEP_CALLS rows.
+            self.db.submit(lambda c: c.execute(
+                "DELETE FROM llm_calls WHERE id <= (SELECT MAX(id) FROM llm_calls) - ?", (KEEP_CALLS,)))
         if self.db is not None:
             self.db.submit(lambda c: c.execute(
                 "INSERT INTO llm_calls(provider, model, purpose, outcome, latency_ms, error, job_id, created_at)"

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from signet.embedding.base import EmbeddingError
 from signet.memory.scope import UNSCOPED, ReadScope
 from signet.memory.service import MemoryService
 from signet.models import RecallRequest
@@ -44,7 +45,13 @@ def find_candidates(
     service: MemoryService, fact: Fact, *, limit: int = 5, scope: ReadScope = UNSCOPED,
     exclude: set[str] | None = None,
 ) -> list[Candidate]:
-    res = service.recall(RecallRequest(query=fact.content, limit=limit + len(exclude or ()), track_access=False), scope=scope)
+    req = RecallRequest(query=fact.content, limit=limit + len(exclude or ()), track_access=False)
+    try:
+        res = service.recall(req, scope=scope)
+    except EmbeddingError:
+        # The embedder is failing: candidates from the keyword leg alone (alpha 0), as the
+        # decision still needs them; the recall path is the same.
+        res = service.recall(req.model_copy(update={"alpha": 0.0}), scope=scope)
     out = [Candidate(r.id, r.content, float(r.score), bool(r.pinned)) for r in res.results
            if r.id not in (exclude or set())]
     return out[:limit]

@@ -241,6 +241,10 @@ def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: Fa
     assert outcomes == {"failure"}
     st = api.get("/api/pipeline/status").json()
     assert st["queue"]["dead"] == 1 and st["provider"]["healthy"] is False
+    assert st["state"] in ("degraded", "backoff") and "unreachable" in st["reason"]
+    prov = api.get("/api/diagnostics/provider").json()
+    assert prov["metrics"]["llm_recent_outcomes"] == {"failure": 3}
+    assert any("LLM calls succeeded" in f for f in prov["findings"])
     assert "unreachable" in st["queue"]["last_error"] and "unreachable" in st["provider"]["error"]
     # Remember and recall keep working while the provider is down.
     hits = api.post("/api/memory/recall", json={"query": "PostgreSQL"}).json()["results"]
@@ -256,6 +260,8 @@ def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: Fa
     assert r.status_code == 200 and r.json()["requeued"] == [job["id"]]
     assert wait_idle(rt) == {"completed": 1}
     assert api.get(f"/api/pipeline/jobs/{job['id']}").json()["status"] == "completed"
+    st = api.get("/api/pipeline/status").json()
+    assert st["state"] == "running" and st["provider"]["healthy"] is True and st["reason"] is None
     assert api.get("/api/pipeline/jobs/nope").status_code == 404
     assert api.post("/api/repair/requeue-dead", json={"limit": 0}).status_code in (400, 422)
 

@@ -96,6 +96,9 @@ class Pipeline:
         with self._health_lock:
             cached = self._health
             if cached is not None and time.monotonic() - cached[0] < HEALTH_TTL:
+                last_ok = self.llm.last_success if self.llm is not None else None
+                if not cached[1] and last_ok is not None and last_ok > cached[0]:
+                    return True, None  # it answered since the failed probe
                 return cached[1], cached[2]
         ok, why = self.provider.health()
         with self._health_lock:
@@ -108,12 +111,11 @@ class Pipeline:
         healthy, why = self.health() if s.enabled else (False, None)
         waiting = self.wait_reason()
         worker = self.worker.snapshot()
-        pending = stats["by_status"].get("pending", 0)
         if waiting is not None:
             state = "disabled" if not s.enabled else "waiting"
         elif worker["backoff_s"] > 0:
             state = "backoff"
-        elif not healthy and pending:
+        elif not healthy:
             state = "degraded"
             waiting = (f"provider unreachable: {why}; jobs are retried with backoff and go dead after "
                        f"{s.max_attempts} attempts (requeue with `signet pipeline requeue`)")

@@ -76,6 +76,8 @@ class RecordingLlm:
         self.recent: collections.deque[CallOutcome] = collections.deque(maxlen=ring_size)
         self._lock = threading.Lock()
         self._recorded = 0
+        self.last_success: float | None = None
+        """``time.monotonic()`` of the last successful call (a live answer beats a stale probe)."""
 
     @property
     def name(self) -> str:
@@ -102,6 +104,8 @@ class RecordingLlm:
                           now_iso())
         with self._lock:
             self.recent.append(rec)
+            if outcome == "success":
+                self.last_success = time.monotonic()
             self._recorded += 1
             prune = self._recorded % PRUNE_EVERY == 0
         if self.db is not None and prune:

@@ -66,6 +66,8 @@ class FakeLLM:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body in separate writes: no 40 ms delayed-ACK stall
+            wbufsize = 1 << 16
 
             def log_message(self, *args: Any) -> None:
                 return
@@ -116,6 +118,7 @@ class FakeLLM:
                     self.send_header("content-length", str(len(data)))
                     self.end_headers()
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):  # the client gave up (timeout test)
                     return
 

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import functools
 import statistics
 import tempfile
 import threading
@@ -40,7 +41,7 @@ def drain(db: Database) -> int:
     n = 0
     while (job := db.write(queue.lease)) is not None:
         jid = job.id
-        db.write(lambda c: queue.complete(c, jid, {}))
+        db.write(functools.partial(queue.complete, job_id=jid, result={}))
         n += 1
     return n
 

@@ -545,3 +545,18 @@ def test_a_failing_embedder_still_writes_the_fact(
                 assert writes["added"][0] in [h["id"] for h in hits]
         finally:
             rt.stop()
+
+
+def test_graph_failure_never_reverts_the_facts(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    rt, api = pipeline_rt("ollama", embedding="none")
+    # A real failure in the graph transaction: its table is gone.
+    rt.db.write(lambda c: c.execute("DROP TABLE relations"))
+    fake_llm.extract = lambda text: as_json({"facts": FACTS[:2], "entities": ENTITIES})
+    src = remember(api, SOURCE)
+    wait_idle(rt)
+    job = job_of(rt, src)
+    result = json.loads(job["result"])
+    assert job["status"] == "completed" and "no such table: relations" in result["graph_error"]
+    assert len(result["writes"]["added"]) == 2
+    assert rows(rt, "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'")[0][0] == 2
+    assert rows(rt, "SELECT COUNT(*) FROM entities")[0][0] == 0  # the graph transaction rolled back whole

@@ -152,3 +152,15 @@ def test_backoff_schedule() -> None:
     for n, base in ((1, 1.0), (2, 2.0), (3, 4.0), (5, 16.0), (6, 30.0), (10, 30.0)):
         d = backoff_seconds(n, 1000, 30_000, rng)
         assert base <= d <= base + 0.5, (n, d)
+
+
+def test_heartbeat_keeps_a_long_job_from_the_reaper(tmp_path: Path) -> None:
+    with Database(tmp_path / "q.db") as db:
+        jid = db.write(lambda c: queue.enqueue(c, "extract", memory_id="long"))[0]
+        db.write(queue.lease)
+        old = (datetime.now(UTC) - timedelta(minutes=10)).isoformat()
+        db.write(lambda c: c.execute("UPDATE memory_jobs SET leased_at = ?", (old,)))
+        assert db.write(lambda c: queue.heartbeat(c, jid)) is True
+        assert db.write(lambda c: queue.reap_stale(c, 60_000)) == 0
+        db.write(lambda c: queue.complete(c, jid, {}))
+        assert db.write(lambda c: queue.heartbeat(c, jid)) is False  # not leased any more

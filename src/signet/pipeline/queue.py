@@ -97,6 +97,14 @@ def lease(conn: Any, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
     return Job.from_row(row) if row is not None else None
 
 
+def heartbeat(conn: Any, job_id: str) -> bool:
+    """Renew a lease (``leased_at = now``) so a long job is not taken for a dead worker's."""
+    now = now_iso()
+    cur = conn.execute("UPDATE memory_jobs SET leased_at = ?, updated_at = ? WHERE id = ? AND status = 'leased'",
+                       (now, now, job_id))
+    return bool(cur.rowcount)
+
+
 def complete(conn: Any, job_id: str, result: dict[str, Any]) -> bool:
     """Mark a leased job completed; False when the lease was lost (reaped and re-leased)."""
     now = now_iso()

@@ -117,11 +117,14 @@ class Processor:
         ex = self.extract(src, job.id)
         scope = ReadScope(agent_id=src.agent_id, policy="isolated")
         exclude = {src.memory_id} if src.memory_id else set()
-        proposals: list[Proposal] = [
-            decide(self.llm, self.service, f, limit=self.settings.decision_candidates, job_id=job.id,
-                   exclude=exclude, scope=scope)
-            for f in ex.facts
-        ]
+        proposals: list[Proposal] = []
+        for f in ex.facts:
+            # Each LLM call can take a while on a local model: keep the lease fresh so the
+            # reaper does not hand this job to another worker mid-way.
+            self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
+            proposals.append(decide(self.llm, self.service, f, limit=self.settings.decision_candidates,
+                                    job_id=job.id, exclude=exclude, scope=scope))
+        self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
         warnings = list(ex.warnings) + [w for p in proposals for w in p.warnings]
         report = self.writer.apply(proposals, src, job_id=job.id, model=f"{self.llm.name}:{self.llm.model}")
         linked = dict(report.memories)

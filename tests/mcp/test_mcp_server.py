@@ -135,6 +135,10 @@ def test_every_tool_and_errors_keep_the_server_serving(target: Any, mcp_daemon: 
             assert (await ok(c, "memory_list", tags=[f"{tag}-b"]))["total"] == 3  # a preview deletes nothing
             assert "reason" in await fails(c, "memory_forget", tags=[f"{tag}-b"],
                                            confirm_token=preview["confirm_token"])
+            late = (await ok(c, "memory_store", content=f"{tag} batch item late", tags=[f"{tag}-b"]))["id"]
+            assert "[confirm_token_mismatch]" in await fails(c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup",
+                                                             confirm_token=preview["confirm_token"])
+            await ok(c, "memory_forget", id=late, reason="not part of the preview")
             done = await ok(c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup",
                             confirm_token=preview["confirm_token"])
             assert sorted(done["deleted"]) == sorted(batch)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import os
+import sqlite3
 import subprocess
 import sys
 from pathlib import Path
@@ -13,6 +14,7 @@ import httpx
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
+from signet.mcp.feedback import FEEDBACK_SCHEMA
 from tests.conftest import DaemonProcess, free_port
 from tests.mcp.conftest import quiet_workspace, run, stdio_params
 
@@ -120,3 +122,28 @@ def test_signet_mcp_imports_no_model_code() -> None:
             "print(','.join(m for m in ('torch', 'sentence_transformers', 'numpy') if m in sys.modules))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == ""
+
+
+def test_a_server_fault_is_a_readable_tool_error(mcp_daemon: DaemonProcess) -> None:
+    """A broken database (the feedback table dropped under the daemon) gives a tool error naming
+    the failure, on both transports, and both keep serving."""
+    db = sqlite3.connect(mcp_daemon.workspace.database_path(mcp_daemon.workspace.settings()))
+    mid = httpx.post(f"{mcp_daemon.url}/api/memory/remember", json={"content": "fault injection target"}).json()["id"]
+    db.execute("DROP TABLE agent_feedback")
+    db.commit()
+
+    async def scenario(target: object) -> None:
+        async with Client(target) as c:  # type: ignore[arg-type]
+            r = await c.call_tool("memory_feedback", {"session_id": "s", "ratings": [
+                {"memory_id": mid, "feedback": "positive"}]})
+            assert r.is_error
+            text = r.content[0].text  # type: ignore[union-attr]
+            assert "internal error: OperationalError" in text and "[internal_error]" in text
+            assert not (await c.call_tool("memory_get", {"id": mid})).is_error
+
+    try:
+        run(scenario(f"{mcp_daemon.url}/mcp"))
+        run(scenario(stdio_params(mcp_daemon.workspace, mcp_daemon.port)))
+    finally:
+        db.executescript(FEEDBACK_SCHEMA)
+        db.close()

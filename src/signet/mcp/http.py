@@ -25,6 +25,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from signet.errors import InvalidRequest
 from signet.mcp.tools import build_server
 from signet.sdk import AsyncSignetClient
 
@@ -91,8 +92,14 @@ class McpEndpoint:
             if request.client is not None:
                 peer = (request.client.host, request.client.port)
         host = headers.pop("host", "127.0.0.1")
-        transport = httpx.ASGITransport(app=self.app, client=peer)
-        client = AsyncSignetClient(f"http://{host}", actor="mcp", token="", headers=headers, transport=transport)
+        try:
+            url = str(httpx.URL(f"http://{host}"))
+        except httpx.InvalidURL:
+            raise InvalidRequest(f"unusable Host header {host[:100]!r}") from None
+        # raise_app_exceptions=False: an unexpected error reaches the tool as the API's own
+        # 500 JSON body (a readable tool error), not as a Python exception.
+        transport = httpx.ASGITransport(app=self.app, client=peer, raise_app_exceptions=False)
+        client = AsyncSignetClient(url, actor="mcp", token="", headers=headers, transport=transport)
         try:
             yield client
         finally:

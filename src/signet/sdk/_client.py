@@ -43,11 +43,18 @@ def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | No
 
 
 def _unreachable(url: str, exc: httpx.TransportError) -> DaemonUnavailable:
+    if isinstance(exc, httpx.RemoteProtocolError):
+        return DaemonUnavailable(f"the Signet daemon at {url} closed the connection without answering", url=url)
     if isinstance(exc, httpx.TimeoutException):
         return DaemonUnavailable(f"the Signet daemon at {url} did not answer in time", url=url)
     return DaemonUnavailable(
         f"the Signet daemon is not running at {url}; start it with `signet start`", url=url
     )
+
+
+# A keep-alive connection the daemon closed after answering (uvicorn does after a 500) fails
+# the next request with RemoteProtocolError before the daemon reads it: that one is retried
+# once, on a fresh connection. Any other transport failure is DaemonUnavailable at once.
 
 
 class SyncDriver:
@@ -59,14 +66,20 @@ class SyncDriver:
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
+        # With an explicit transport, proxy variables from the environment must not reroute calls.
         self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
-                                  transport=transport)
+                                  transport=transport, trust_env=transport is None)
 
     def _execute(self, call: Call[T]) -> T:
-        try:
-            resp = self._http.request(call.method, call.path, json=call.json, params=dict(call.params) or None)
-        except httpx.TransportError as exc:
-            raise _unreachable(self.url, exc) from None
+        for attempt in range(2):
+            try:
+                resp = self._http.request(call.method, call.path, json=call.json, params=dict(call.params) or None)
+                break
+            except httpx.RemoteProtocolError as exc:
+                if attempt:
+                    raise _unreachable(self.url, exc) from None
+            except httpx.TransportError as exc:
+                raise _unreachable(self.url, exc) from None
         return read_response(call, resp.status_code, resp.headers, resp.content)
 
     def close(self) -> None:
@@ -89,14 +102,19 @@ class AsyncDriver:
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
         self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
-                                       transport=transport)
+                                       transport=transport, trust_env=transport is None)
 
     async def _execute(self, call: Call[T]) -> T:
-        try:
-            resp = await self._http.request(call.method, call.path, json=call.json,
-                                            params=dict(call.params) or None)
-        except httpx.TransportError as exc:
-            raise _unreachable(self.url, exc) from None
+        for attempt in range(2):
+            try:
+                resp = await self._http.request(call.method, call.path, json=call.json,
+                                                params=dict(call.params) or None)
+                break
+            except httpx.RemoteProtocolError as exc:
+                if attempt:
+                    raise _unreachable(self.url, exc) from None
+            except httpx.TransportError as exc:
+                raise _unreachable(self.url, exc) from None
         return read_response(call, resp.status_code, resp.headers, resp.content)
 
     async def aclose(self) -> None:

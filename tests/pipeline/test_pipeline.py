@@ -560,3 +560,24 @@ def test_graph_failure_never_reverts_the_facts(pipeline_rt: Make, fake_llm: Fake
     assert len(result["writes"]["added"]) == 2
     assert rows(rt, "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'")[0][0] == 2
     assert rows(rt, "SELECT COUNT(*) FROM entities")[0][0] == 0  # the graph transaction rolled back whole
+
+
+def test_long_transcripts_are_extracted_chunk_by_chunk(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    rt, api = pipeline_rt("ollama", embedding="none")
+    seen: list[str] = []
+
+    def extract(text: str) -> str:
+        seen.append(text)
+        n = len(seen)
+        return as_json({"facts": [{"content": f"Chunk {n} decision about the exporter", "type": "decision",
+                                   "confidence": 0.9}], "entities": []})
+
+    fake_llm.extract = extract
+    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "detail " * 150}
+             for i in range(30)]
+    r = api.post("/api/hooks/session-end", json={"harness": "codex", "session_id": "long-1", "turns": turns})
+    assert r.status_code == 200, r.text
+    wait_idle(rt)
+    assert len(seen) >= 2 and all(len(t) <= 12_000 and "[truncated]" not in t for t in seen)
+    assert "turn 29" in seen[-1] and "turn 0 " in seen[0]
+    assert rows(rt, "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'")[0][0] == len(seen)

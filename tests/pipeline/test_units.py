@@ -126,3 +126,24 @@ def test_providers_map_bad_answers_to_errors(fake_llm: FakeLLM, monkeypatch: pyt
     summary = rec.summary()
     assert summary["outcomes"] == {"timeout": 1, "success": 1} and summary["success_rate"] == 0.5
     assert summary["last_error"] and "did not answer within 0.5s" in summary["last_error"]
+
+
+def test_transcript_chunking_keeps_turns_whole_and_the_end() -> None:
+    from signet.pipeline.extraction import MAX_CHUNKS, chunk_transcript, merge
+
+    turns = [f"{'user' if i % 2 == 0 else 'assistant'}: turn {i} " + "x" * 900 for i in range(40)]
+    text = "\n".join(turns)
+    chunks = chunk_transcript(text)
+    assert len(chunks) == 4 and all(len(c) <= MAX_INPUT - 200 for c in chunks)
+    assert "\n".join(chunks) == text  # nothing lost, every turn whole
+    long = "\n".join(turns * 5)
+    kept = chunk_transcript(long)
+    assert len(kept) == MAX_CHUNKS and kept[-1].endswith(turns[-1])
+    assert chunk_transcript("short") == ["short"]
+    a = parse_extraction(json.dumps({"facts": [{"content": "The exporter runs nightly", "type": "fact",
+                                                "confidence": 0.9}], "entities": []}))
+    b = parse_extraction(json.dumps({"facts": [{"content": "the exporter  runs NIGHTLY", "type": "fact",
+                                                "confidence": 0.8}, {"bad": 1}]}))
+    m = merge([a, b], dropped_chunks=2)
+    assert len(m.facts) == 1 and m.warnings[0].startswith("chunk 2: facts[1]")
+    assert "the first 2 were skipped" in m.warnings[-1]

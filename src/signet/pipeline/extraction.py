@@ -161,5 +161,56 @@ def parse_extraction(raw: str) -> Extraction:
     return validate(data)
 
 
+MAX_CHUNKS = 8
+
+
+def chunk_transcript(text: str, size: int = MAX_INPUT - 200, max_chunks: int = MAX_CHUNKS) -> list[str]:
+    """Split a long transcript on line (turn) boundaries into pieces of at most ``size``.
+
+    A session longer than one prompt is extracted piece by piece instead of losing its
+    end to the 12,000-character cap (agenr's chunked extraction). When even ``max_chunks``
+    pieces are not enough, the *last* ones are kept: the end of a session holds its
+    conclusions. A single over-long line is cut.
+    """
+    if len(text) <= MAX_INPUT:
+        return [text]
+    chunks: list[str] = []
+    cur: list[str] = []
+    used = 0
+    for line in text.splitlines():
+        while len(line) > size:
+            if cur:
+                chunks.append("\n".join(cur))
+                cur, used = [], 0
+            chunks.append(line[:size])
+            line = line[size:]
+        if used + len(line) + 1 > size and cur:
+            chunks.append("\n".join(cur))
+            cur, used = [], 0
+        cur.append(line)
+        used += len(line) + 1
+    if cur:
+        chunks.append("\n".join(cur))
+    return chunks[-max_chunks:]
+
+
+def merge(parts: list[Extraction], dropped_chunks: int = 0) -> Extraction:
+    """One extraction from several chunks: facts deduplicated by text, caps applied again."""
+    out = Extraction()
+    seen: set[str] = set()
+    for i, part in enumerate(parts):
+        prefix = f"chunk {i + 1}: " if len(parts) > 1 else ""
+        out.warnings.extend(prefix + w for w in part.warnings)
+        for f in part.facts:
+            key = " ".join(f.content.lower().split())
+            if key not in seen and len(out.facts) < MAX_FACTS * MAX_CHUNKS:
+                seen.add(key)
+                out.facts.append(f)
+        out.entities.extend(part.entities[: max(0, MAX_ENTITIES * MAX_CHUNKS - len(out.entities))])
+    if dropped_chunks:
+        out.warnings.append(f"transcript longer than {MAX_CHUNKS} chunks: the first {dropped_chunks} were skipped")
+    return out
+
+
 def extraction_prompt(text: str) -> str:
     return render("extraction", text=cap_input(text))

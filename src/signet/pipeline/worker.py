@@ -27,7 +27,14 @@ from signet.memory.scope import ReadScope
 from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.decision import Proposal, decide
-from signet.pipeline.extraction import Extraction, extraction_prompt, parse_extraction
+from signet.pipeline.extraction import (
+    MAX_CHUNKS,
+    Extraction,
+    chunk_transcript,
+    extraction_prompt,
+    merge,
+    parse_extraction,
+)
 from signet.pipeline.llm.base import LlmError, RecordingLlm
 from signet.pipeline.writes import Source, Writer
 
@@ -107,8 +114,18 @@ class Processor:
         raise PermanentJobError("extract job with neither memory_id nor payload.session_key")
 
     def extract(self, src: Source, job_id: str) -> Extraction:
-        raw = self.llm.complete(extraction_prompt(src.text), purpose="extraction", job_id=job_id)
-        return parse_extraction(raw)
+        if src.kind != "transcript":
+            raw = self.llm.complete(extraction_prompt(src.text), purpose="extraction", job_id=job_id)
+            return parse_extraction(raw)
+        # Transcripts longer than one prompt go chunk by chunk (memories and documents are capped).
+        chunks = chunk_transcript(src.text)
+        total = len(chunk_transcript(src.text, max_chunks=10**6)) if len(chunks) == MAX_CHUNKS else len(chunks)
+        parts = []
+        for chunk in chunks:
+            self.db.submit(functools.partial(queue.heartbeat, job_id=job_id))
+            parts.append(parse_extraction(self.llm.complete(extraction_prompt(chunk), purpose="extraction",
+                                                            job_id=job_id)))
+        return merge(parts, dropped_chunks=total - len(chunks))
 
     def run(self, job: queue.Job) -> dict[str, Any]:
         src = self.source(job)

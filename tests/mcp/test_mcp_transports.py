@@ -9,6 +9,7 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import httpx
 from mcp import Client
@@ -147,3 +148,17 @@ def test_a_server_fault_is_a_readable_tool_error(mcp_daemon: DaemonProcess) -> N
     finally:
         db.executescript(FEEDBACK_SCHEMA)
         db.close()
+
+
+def test_mcp_endpoint_outside_the_lifespan_is_a_clear_503(make_workspace: Any) -> None:
+    from fastapi.testclient import TestClient
+
+    from signet.daemon.app import create_app
+
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}})
+    client = TestClient(create_app(ws), base_url="http://127.0.0.1:3850")  # no `with`: lifespan never runs
+    r = client.post("/mcp", headers=HEADERS, json=_rpc("tools/list"))
+    assert r.status_code == 503 and r.json()["code"] == "daemon_unavailable"
+    with TestClient(create_app(ws), base_url="http://127.0.0.1:3850") as running:
+        listed = running.post("/mcp", headers=HEADERS, json=_rpc("tools/list"))
+        assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 9

@@ -29,7 +29,7 @@ from pydantic import BaseModel, Field
 from pydantic_core import PydanticUndefined
 
 from signet import __version__
-from signet.errors import RateLimited, SignetError
+from signet.errors import InvalidRequest, NotFound, RateLimited, SignetError
 from signet.hooks.models import IdentityName
 from signet.mcp.feedback import FeedbackRequest, FeedbackResponse
 from signet.models import (
@@ -155,7 +155,7 @@ async def _modify(c: AsyncSignetClient, a: dict[str, Any]) -> ModifyResult:
     fields: MemoryPatchFields = a["fields"]
     changes = fields.model_dump(exclude_unset=True)
     if not changes:
-        raise SignetError("nothing to change: give at least one field in 'fields'", code="invalid_request")
+        raise InvalidRequest("nothing to change: give at least one field in 'fields'")
     return await c.modify(a["id"], reason=a["reason"], **given(a, "if_version"), **changes)
 
 
@@ -163,24 +163,22 @@ async def _forget(c: AsyncSignetClient, a: dict[str, Any]) -> ForgetResponse:
     selection = given(a, "ids", "query", "type", "tags", "project")
     single = a.get("id")
     if single is not None and selection:
-        raise SignetError("give either 'id' (one memory) or a selection (ids, query, filters), not both",
-                          code="invalid_request")
+        raise InvalidRequest("give either 'id' (one memory) or a selection (ids, query, filters), not both")
     if single is None and not selection:
-        raise SignetError("say what to forget: 'id', or 'ids' / 'query' / type / tags / project",
-                          code="invalid_request")
+        raise InvalidRequest("say what to forget: 'id', or 'ids' / 'query' / type / tags / project")
     if single is not None:
         # One memory the agent named: no preview round trip, but a reason is still required.
         if not a.get("reason"):
-            raise SignetError("forgetting a memory needs a 'reason'", code="invalid_request")
+            raise InvalidRequest("forgetting a memory needs a 'reason'")
         done = await c.forget(ids=[single], reason=a["reason"])
         if not done.deleted:
-            raise SignetError(f"memory '{single}' not found (or already forgotten)", code="not_found")
+            raise NotFound(f"memory '{single}' not found (or already forgotten)")
         return done
     token = a.get("confirm_token")
     if token is None:
         return await c.forget_preview(**selection)
     if not a.get("reason"):
-        raise SignetError("executing a forget needs a 'reason'", code="invalid_request")
+        raise InvalidRequest("executing a forget needs a 'reason'")
     return await c.forget(**selection, reason=a["reason"], confirm_token=token)
 
 

@@ -13,6 +13,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+import yaml
+
 from signet.daemon.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 
@@ -24,6 +26,10 @@ def bench_runtime(embedding: str = "local", root: Path | None = None) -> Iterato
     with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
         ws = Workspace(root if root is not None else Path(tmp) / "ws")
         setup_workspace(ws, agent_name="bench", user_name="bench", embedding_provider=embedding)
+        # Retrieval benchmarks measure the memory core: no LLM extraction of the bench corpus.
+        data = yaml.safe_load(ws.config_path.read_text()) or {}
+        data.setdefault("memory", {}).setdefault("pipelineV2", {})["enabled"] = False
+        ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
         rt = Runtime(ws).start()
         try:
             if embedding != "none":

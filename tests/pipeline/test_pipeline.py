@@ -49,8 +49,12 @@ def job_of(rt: Runtime, mid: str) -> Any:
     return found[0]
 
 
-def test_extraction_and_decision_round_trip_on_ollama(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
-    rt, api = pipeline_rt("ollama")
+@pytest.mark.parametrize("provider", ["ollama", "openai"])
+def test_extraction_and_decision_round_trip(
+    pipeline_rt: Make, fake_llm: FakeLLM, provider: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    rt, api = pipeline_rt(provider)
     existing = remember(api, "Alice Moreau likes PostgreSQL for analytics work")
     wait_idle(rt)  # its own (empty) extraction
     decisions: list[tuple[str, list[str]]] = []
@@ -102,11 +106,17 @@ def test_extraction_and_decision_round_trip_on_ollama(pipeline_rt: Make, fake_ll
                                  ents["alice moreau"]["id"])}
     assert src in linked and {d["id"] for d in derived if "Alice" in d["content"]} <= linked
 
-    # Every call has an outcome record; the wire format is Ollama's chat API.
+    # Every call has an outcome record; the wire format is the provider's chat API.
     calls = rows(rt, "SELECT purpose, outcome, latency_ms FROM llm_calls")
     assert {c[0] for c in calls} >= {"extraction", "decision"} and all(c[1] == "success" for c in calls)
     req = fake_llm.requests[-1]
-    assert req["path"] == "/api/chat" and req["body"]["stream"] is False and req["body"]["model"] == "qwen3:4b"
+    if provider == "ollama":
+        assert req["path"] == "/api/chat" and req["body"]["stream"] is False and req["body"]["format"] == "json"
+        assert req["body"]["model"] == "qwen3:4b"
+    else:
+        assert req["path"] == "/v1/chat/completions" and req["body"]["model"] == "fake-model"
+        assert req["headers"].get("Authorization") is None  # no key configured, none sent
+    assert {r["protocol"] for r in fake_llm.requests} == {provider}
 
     # The inline linker: a new memory naming a known entity is linked at write time (no LLM).
     fake_llm.extract = lambda text: as_json({"facts": [], "entities": []})

@@ -591,3 +591,9 @@ def test_long_transcripts_are_extracted_chunk_by_chunk(pipeline_rt: Make, fake_l
     assert len(seen) >= 2 and all(len(t) <= 12_000 and "[truncated]" not in t for t in seen)
     assert "turn 29" in seen[-1] and "turn 0 " in seen[0]
     assert rows(rt, "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'")[0][0] == len(seen)
+
+
+def test_diagnostics_name_the_llm_and_why_it_waits(pipeline_rt: Make) -> None:
+    _rt, api = pipeline_rt("ollama", embedding="none", mutationsFrozen=True)
+    llm = api.get("/api/diagnostics/provider").json()["metrics"]["llm"]
+    assert llm["provider"] == "ollama" and llm["model"] == "qwen3:4b" and "frozen" in llm["waiting"]

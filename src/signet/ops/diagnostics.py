@@ -114,6 +114,11 @@ def provider_domain(conn: Any, runtime: Runtime) -> Domain:
         d.penalize(0.6, f"embedding provider unavailable: {emb.error}")
     elif emb.state == "disabled":
         d.penalize(0.3, "embedding provider is 'none': vector search is off")
+    pipe = runtime.extras.get("pipeline")
+    wait_reason = getattr(pipe, "wait_reason", None)
+    if callable(wait_reason):  # the LLM pipeline (signet.pipeline): which provider, and why it waits
+        ext = runtime.settings.memory.pipeline.extraction
+        d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": wait_reason()}
     if _table_exists(conn, "llm_calls"):
         rows = list(conn.execute("SELECT outcome, COUNT(*) FROM (SELECT outcome FROM llm_calls ORDER BY rowid DESC LIMIT 100) GROUP BY outcome"))
         outcomes = {r[0]: int(r[1]) for r in rows}

@@ -23,7 +23,7 @@ from fastapi import FastAPI, Header
 from signet.daemon.app import create_app
 from signet.daemon.errors import install_error_handlers
 from signet.daemon.runtime import Runtime
-from signet.errors import MutationsFrozen, RateLimited, Unauthorized
+from signet.errors import MutationsFrozen, NotFound, RateLimited, SignetError, Unauthorized
 from signet.models import HealthResponse
 from signet.sdk import AsyncSignetClient, SignetClient
 from signet.sdk._core import read_response
@@ -46,6 +46,12 @@ def auth_app() -> FastAPI:
         if calls["n"] > 2:
             raise RateLimited("too many requests for this token", retry_after=7)
         return HealthResponse(status="ok", version="test", pid=1, uptime_s=0.0)
+
+    @app.get("/api/memory/{memory_id}")
+    def get_memory(memory_id: str) -> None:
+        if memory_id == "boom":
+            raise RuntimeError("kaboom")  # a 500, after which uvicorn closes the keep-alive connection
+        raise NotFound(f"memory '{memory_id}' not found")
 
     return app
 
@@ -112,3 +118,24 @@ def test_mutations_frozen_in_process(make_workspace: Any) -> None:
         asyncio.run(scenario())
     finally:
         runtime.stop()
+
+
+def test_a_500_does_not_poison_the_next_call(auth_url: str) -> None:
+    """After a 500 the daemon drops the connection; the next call must not see a dead socket."""
+    with SignetClient(auth_url) as c:
+        for _ in range(15):
+            with pytest.raises(SignetError) as crash:
+                c.get("boom")
+            assert crash.value.code == "internal_error" and crash.value.status == 500
+            with pytest.raises(NotFound):
+                c.get("next")
+
+    async def async_calls() -> None:
+        async with AsyncSignetClient(auth_url) as a:
+            for _ in range(15):
+                with pytest.raises(SignetError, match="internal error"):
+                    await a.get("boom")
+                with pytest.raises(NotFound):
+                    await a.get("next")
+
+    asyncio.run(async_calls())

@@ -26,6 +26,11 @@ T = TypeVar("T")
 
 DEFAULT_TIMEOUT = 30.0
 
+# A keep-alive connection the daemon closed after answering (uvicorn does after a 500) fails
+# the next request before the daemon reads it (disconnected, reset, broken pipe): that one is
+# retried once, on a fresh connection. Refused connections and timeouts are not retried.
+STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError)
+
 
 def _default_url() -> str:
     from signet.cli.client import base_url  # SIGNET_HOST/SIGNET_PORT, then agent.yaml, then 127.0.0.1:3850
@@ -43,7 +48,7 @@ def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | No
 
 
 def _unreachable(url: str, exc: httpx.TransportError) -> DaemonUnavailable:
-    if isinstance(exc, httpx.RemoteProtocolError):
+    if isinstance(exc, STALE_CONNECTION):
         return DaemonUnavailable(f"the Signet daemon at {url} closed the connection without answering", url=url)
     if isinstance(exc, httpx.TimeoutException):
         return DaemonUnavailable(f"the Signet daemon at {url} did not answer in time", url=url)
@@ -51,10 +56,6 @@ def _unreachable(url: str, exc: httpx.TransportError) -> DaemonUnavailable:
         f"the Signet daemon is not running at {url}; start it with `signet start`", url=url
     )
 
-
-# A keep-alive connection the daemon closed after answering (uvicorn does after a 500) fails
-# the next request with RemoteProtocolError before the daemon reads it: that one is retried
-# once, on a fresh connection. Any other transport failure is DaemonUnavailable at once.
 
 
 class SyncDriver:
@@ -75,7 +76,7 @@ class SyncDriver:
             try:
                 resp = self._http.request(call.method, call.path, json=call.json, params=dict(call.params) or None)
                 break
-            except httpx.RemoteProtocolError as exc:
+            except STALE_CONNECTION as exc:
                 if attempt:
                     raise _unreachable(self.url, exc) from None
             except httpx.TransportError as exc:
@@ -110,7 +111,7 @@ class AsyncDriver:
                 resp = await self._http.request(call.method, call.path, json=call.json,
                                                 params=dict(call.params) or None)
                 break
-            except httpx.RemoteProtocolError as exc:
+            except STALE_CONNECTION as exc:
                 if attempt:
                     raise _unreachable(self.url, exc) from None
             except httpx.TransportError as exc:

@@ -19,7 +19,7 @@ import inspect
 from collections.abc import Awaitable, Callable, Sequence
 from contextlib import AbstractAsyncContextManager
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ToolError
@@ -52,7 +52,6 @@ from signet.models import (
 from signet.sdk import AsyncSignetClient
 from signet.sdk._ops import ListQuery
 
-R = TypeVar("R")
 ClientFactory = Callable[[Context], AbstractAsyncContextManager[AsyncSignetClient]]
 Run = Callable[[AsyncSignetClient, dict[str, Any]], Awaitable[Any]]
 

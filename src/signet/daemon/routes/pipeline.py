@@ -75,11 +75,51 @@ def _view(r: Any) -> JobView:
     )
 
 
-@router.get("/api/pipeline/status")
-def pipeline_status(runtime: RuntimeDep) -> dict[str, Any]:
+class ProviderStatus(BaseModel):
+    name: str
+    model: str
+    endpoint: str | None
+    timeout_s: float
+    healthy: bool
+    error: str | None
+    calls: dict[str, Any] | None = Field(
+        None, description="last 100 calls: outcomes, success_rate, p50_latency_ms, last_outcome, last_error")
+
+
+class QueueStatus(BaseModel):
+    by_status: dict[str, int]
+    by_type: dict[str, dict[str, int]]
+    oldest_pending: str | None
+    oldest_pending_age_s: float | None
+    dead: int
+    last_error: str | None
+
+
+class WorkerStatus(BaseModel):
+    threads: int
+    processed: int
+    failed: int
+    consecutive_failures: int
+    backoff_s: float
+    last_error: str | None
+    leased_now: list[str]
+
+
+class PipelineStatus(BaseModel):
+    state: Literal["running", "waiting", "backoff", "degraded", "disabled"]
+    reason: str | None = Field(description="why the pipeline waits or is degraded")
+    mode: Literal["controlled", "shadow", "frozen", "disabled"]
+    flags: dict[str, Any]
+    provider: ProviderStatus
+    queue: QueueStatus
+    worker: WorkerStatus
+
+
+@router.get("/api/pipeline/status", response_model=PipelineStatus)
+def pipeline_status(runtime: RuntimeDep) -> PipelineStatus:
     """Queue depth by status and type, oldest pending age, dead count, provider health, flags, and why
     the pipeline waits when it does."""
-    return pipeline_of(runtime).status()
+    return PipelineStatus.model_validate(pipeline_of(runtime).status())
 
 
 @router.get("/api/pipeline/jobs", response_model=JobList)

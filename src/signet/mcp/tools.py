@@ -22,10 +22,10 @@ from pathlib import Path
 from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ResourceError, ToolError
+from mcp.server.mcpserver.exceptions import ResourceError, ToolError, UnexpectedToolError
 from mcp.server.mcpserver.resources import FunctionResource
-from mcp_types import ToolAnnotations
-from pydantic import BaseModel, Field
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import BaseModel, Field, ValidationError
 from pydantic_core import PydanticUndefined
 
 from signet import __version__
@@ -50,6 +50,7 @@ from signet.models import (
     RememberResponse,
 )
 from signet.sdk import AsyncSignetClient
+from signet.sdk._core import validation_message
 from signet.sdk._ops import ListQuery
 
 ClientFactory = Callable[[Context], AbstractAsyncContextManager[AsyncSignetClient]]
@@ -252,9 +253,24 @@ def register_identity(server: MCPServer[Any], root: Path) -> None:
         ))
 
 
+class SignetServer(MCPServer[Any]):
+    """MCPServer whose argument errors read like the API's: one line, the field, the rule."""
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            cause = exc.__cause__
+            if isinstance(cause, ValidationError) and not isinstance(exc, UnexpectedToolError):
+                raise ToolError(f"{name}: {validation_message(cause)} [invalid_request]") from cause
+            raise
+
+
 def build_server(client: ClientFactory, workspace_root: Path | None) -> MCPServer[Any]:
-    server: MCPServer[Any] = MCPServer("signet", title="Signet memory", version=__version__,
-                                       instructions=INSTRUCTIONS, log_level="WARNING")
+    server = SignetServer("signet", title="Signet memory", version=__version__, instructions=INSTRUCTIONS,
+                          log_level="WARNING")
     register_tools(server, client)
     if workspace_root is not None:
         register_identity(server, workspace_root)

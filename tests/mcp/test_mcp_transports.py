@@ -12,8 +12,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import pytest
 from mcp import Client
 from mcp.client.stdio import StdioServerParameters
+from mcp.shared.exceptions import MCPError
 
 from signet.mcp.feedback import FEEDBACK_SCHEMA
 from tests.conftest import DaemonProcess, free_port
@@ -32,7 +34,14 @@ def test_stdio_without_daemon_says_how_to_start_it(tmp_path: Path) -> None:
                 assert r.is_error
                 text = r.content[0].text  # type: ignore[union-attr]
                 assert "not running" in text and "signet start" in text and "[daemon_unavailable]" in text
+            # identity resources are the workspace's files: no daemon needed; a missing one is an error
+            soul = await c.read_resource("signet://identity/SOUL.md")
+            assert soul.contents[0].text == (ws.root / "SOUL.md").read_text(encoding="utf-8")  # type: ignore[union-attr]
+            with pytest.raises(MCPError, match=r"MEMORY\.md does not exist"):
+                await c.read_resource("signet://identity/MEMORY.md")
+            assert len((await c.list_tools()).tools) == 9
 
+    (ws.root / "MEMORY.md").unlink(missing_ok=True)
     run(scenario())
 
 

@@ -1,4 +1,5 @@
-"""Bearer tokens, Unauthorized and RateLimited over real HTTP; MutationsFrozen in-process.
+"""Bearer tokens (SDK and `signet mcp --token`), Unauthorized and RateLimited over real HTTP;
+MutationsFrozen in-process.
 
 Auth (team mode) is another area's work and was not in the tree when this was written, so
 no route of today's daemon answers 401 or 429. This serves the daemon's real error handlers
@@ -10,9 +11,12 @@ rate-limits like the auth layer will: the SDK's side (header sent, status and bo
 from __future__ import annotations
 
 import asyncio
+import os
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Annotated, Any
 
 import httpx
@@ -48,7 +52,9 @@ def auth_app() -> FastAPI:
         return HealthResponse(status="ok", version="test", pid=1, uptime_s=0.0)
 
     @app.get("/api/memory/{memory_id}")
-    def get_memory(memory_id: str) -> None:
+    def get_memory(memory_id: str, authorization: Annotated[str | None, Header()] = None) -> None:
+        if memory_id.startswith("private") and authorization != f"Bearer {TOKEN}":
+            raise Unauthorized("a valid bearer token is required")
         if memory_id == "boom":
             raise RuntimeError("kaboom")  # a 500, after which uvicorn closes the keep-alive connection
         raise NotFound(f"memory '{memory_id}' not found")
@@ -139,3 +145,22 @@ def test_a_500_does_not_poison_the_next_call(auth_url: str) -> None:
                     await a.get("next")
 
     asyncio.run(async_calls())
+
+
+def test_signet_mcp_passes_its_token(auth_url: str, tmp_path: Path) -> None:
+    """`signet mcp --token` (or SIGNET_TOKEN) reaches the daemon as a bearer token."""
+    from mcp import Client
+    from mcp.client.stdio import StdioServerParameters
+
+    env = {"PATH": os.environ.get("PATH", ""), "SIGNET_WORKSPACE": str(tmp_path / "ws")}
+
+    async def memory_get(*args: str) -> str:
+        params = StdioServerParameters(command=sys.executable, args=["-m", "signet.cli.main", "mcp", "--url", auth_url,
+                                                                     *args], env=env)
+        async with Client(params) as c:
+            r = await c.call_tool("memory_get", {"id": "private-1"})
+            assert r.is_error
+            return r.content[0].text  # type: ignore[union-attr]
+
+    assert "[unauthorized]" in asyncio.run(memory_get())
+    assert "[not_found]" in asyncio.run(memory_get("--token", TOKEN))  # authorized: the memory just is not there

@@ -171,3 +171,36 @@ def test_mcp_endpoint_outside_the_lifespan_is_a_clear_503(make_workspace: Any) -
     with TestClient(create_app(ws), base_url="http://127.0.0.1:3850") as running:
         listed = running.post("/mcp", headers=HEADERS, json=_rpc("tools/list"))
         assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 9
+
+
+def test_mcp_tool_calls_reach_the_api_with_the_callers_credentials(make_workspace: Any) -> None:
+    """The contract auth relies on: a tool call on /mcp is an API request carrying the MCP
+    request's Authorization header and peer address (recorded here by an outer middleware)."""
+    from fastapi.testclient import TestClient
+    from starlette.types import ASGIApp, Receive, Scope, Send
+
+    from signet.daemon.app import create_app
+
+    seen: list[tuple[str, str | None, str | None, str | None]] = []
+
+    class Record:
+        def __init__(self, app: ASGIApp) -> None:
+            self.app = app
+
+        async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+            if scope["type"] == "http":
+                headers = {k.decode(): v.decode() for k, v in scope["headers"]}
+                client = scope.get("client")
+                seen.append((scope["path"], headers.get("authorization"), client[0] if client else None,
+                             headers.get("x-signet-actor")))
+            await self.app(scope, receive, send)
+
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}})
+    app = create_app(ws)
+    app.add_middleware(Record)
+    with TestClient(app, base_url="http://127.0.0.1:3850", client=("10.1.2.3", 4567)) as c:
+        r = c.post("/mcp", headers={**HEADERS, "Authorization": "Bearer tok-123"}, json=_rpc("tools/call", {
+            "name": "memory_get", "arguments": {"id": "m-1"}}))
+        assert r.status_code == 200 and r.json()["result"]["isError"] is True
+    assert seen[0] == ("/mcp", "Bearer tok-123", "10.1.2.3", None)
+    assert seen[1] == ("/api/memory/m-1", "Bearer tok-123", "10.1.2.3", "mcp")

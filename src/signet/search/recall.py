@@ -137,8 +137,11 @@ class Recaller:
 
     @staticmethod
     def _fts(conn: Any, match: str, where: str, params: list[Any], pool: int) -> list[tuple[str, float]]:
+        # CROSS JOIN pins the FTS table as the outer loop. With a plain JOIN and no ANALYZE
+        # statistics SQLite walked memories by idx_memories_deleted and ran the MATCH once per
+        # row: 113 ms p50 at 1,000 memories instead of 1.3 ms (O(N) FTS queries per recall).
         sql = (
-            "SELECT m.id, bm25(memories_fts) AS r FROM memories_fts JOIN memories m ON m.seq = memories_fts.rowid "
+            "SELECT m.id, bm25(memories_fts) AS r FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
             f"WHERE memories_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
         )
         return [(row[0], float(row[1])) for row in conn.execute(sql, (match, *params, pool))]

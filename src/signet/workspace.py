@@ -106,8 +106,14 @@ def setup_workspace(
     user_name: str | None = None,
     embedding_provider: str = "local",
     harnesses: list[str] | None = None,
+    llm_provider: str = "none",
 ) -> SetupReport:
-    """Create the workspace idempotently; files that exist are kept untouched."""
+    """Create the workspace idempotently; files that exist are kept untouched.
+
+    ``llm_provider`` is written as ``memory.pipelineV2.extraction.provider``. The default is
+    ``none`` so a fresh install never burns extraction jobs against a model that is not
+    there: they wait, and ``signet pipeline status`` says so, until a provider is set.
+    """
     created: list[Path] = []
     kept: list[Path] = []
     for d in (ws.root, ws.memory_dir, ws.logs_dir):
@@ -123,7 +129,11 @@ def setup_workspace(
             "harnesses": list(harnesses or []),
             "embedding": {"provider": embedding_provider, "model": _default_model(embedding_provider)},
             "search": {"alpha": 0.7, "top_k": 50, "min_score": 0.1},
-            "memory": {"database": "memory/memories.db", "decay_rate": 0.95},
+            "memory": {
+                "database": "memory/memories.db",
+                "decay_rate": 0.95,
+                "pipelineV2": {"extraction": {"provider": llm_provider, "model": _default_llm(llm_provider)}},
+            },
         }
         _write_new(ws.config_path, yaml.safe_dump(manifest, sort_keys=False))
         created.append(ws.config_path)
@@ -142,6 +152,13 @@ def _default_model(provider: str) -> str:
         "ollama": "nomic-embed-text",
         "openai": "text-embedding-3-small",
     }.get(provider, "all-MiniLM-L6-v2")
+
+
+def _default_llm(provider: str) -> str:
+    return {
+        "openai": "gpt-4o-mini",
+        "anthropic": "claude-3-5-haiku-latest",
+    }.get(provider, "qwen3:4b")
 
 
 def _write_new(path: Path, text: str) -> None:

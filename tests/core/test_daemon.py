@@ -111,6 +111,21 @@ def test_start_stop_background(tmp_path: Path) -> None:
     assert "not running" in cli(ws, port, "stop").stdout
 
 
+def test_setup_chooses_the_extraction_llm(tmp_path: Path) -> None:
+    """Nothing answers on 127.0.0.1:11434 here: ``auto`` writes ``none`` so jobs wait, not die."""
+    from signet.config import load_settings
+
+    auto = Workspace(tmp_path / "auto")
+    r = cli(auto, free_port(), "setup", "--non-interactive")
+    assert r.returncode == 0 and "extraction LLM: none" in r.stdout, r.stderr
+    assert load_settings(auto.config_path).memory.pipeline.extraction.provider == "none"
+    chosen = Workspace(tmp_path / "openai")
+    assert cli(chosen, free_port(), "setup", "-y", "--llm", "openai").returncode == 0
+    assert load_settings(chosen.config_path).memory.pipeline.extraction.provider == "openai"
+    bad = cli(Workspace(tmp_path / "bad"), free_port(), "setup", "-y", "--llm", "gpt9")
+    assert bad.returncode != 0 and "--llm" in bad.stderr
+
+
 def test_invalid_config_names_the_key(tmp_path: Path) -> None:
     ws = Workspace(tmp_path / "bad")
     ws.root.mkdir()

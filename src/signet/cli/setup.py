@@ -18,6 +18,10 @@ def setup(
     agent_name: Annotated[str | None, typer.Option(help="Your agent's name.")] = None,
     user_name: Annotated[str | None, typer.Option(help="Your name, for USER.md.")] = None,
     embedding: Annotated[str, typer.Option(help="local | ollama | openai | none")] = "local",
+    llm: Annotated[
+        str, typer.Option(help="Extraction LLM: auto (Ollama if it answers on 127.0.0.1:11434, else none) | "
+                               "ollama | openai | anthropic | none")
+    ] = "auto",
     harness: Annotated[
         list[str] | None, typer.Option(help="Harness to connect (repeatable): recorded and installed.")
     ] = None,
@@ -33,12 +37,15 @@ def setup(
             raise typer.BadParameter(f"unknown harness {unknown[0]!r} (choose from {choices})", param_hint="--harness")
     if embedding not in ("local", "ollama", "openai", "none"):
         raise typer.BadParameter("choose local, ollama, openai or none", param_hint="--embedding")
+    if llm not in ("auto", "ollama", "openai", "anthropic", "none"):
+        raise typer.BadParameter("choose auto, ollama, openai, anthropic or none", param_hint="--llm")
     ws = Workspace.from_env()
     if not non_interactive:
         agent_name = agent_name or typer.prompt("Agent name", default="signet")
         user_name = user_name or typer.prompt("Your name", default="", show_default=False) or None
     report = setup_workspace(ws, agent_name=agent_name or "signet", user_name=user_name,
-                             embedding_provider=embedding, harnesses=harness)
+                             embedding_provider=embedding, harnesses=harness,
+                             llm_provider=_detect_llm() if llm == "auto" else llm)
     for p in report.created:
         typer.echo(f"created {p}")
     for p in report.kept:
@@ -49,6 +56,23 @@ def setup(
         typer.secho(f"error: could not install {', '.join(failed)} (see above); the workspace is ready", err=True,
                     fg="red")
         raise typer.Exit(1)
+
+
+def _detect_llm() -> str:
+    """``ollama`` when a local Ollama answers within half a second, else ``none``.
+
+    Pipeline jobs then wait visibly (``signet pipeline status``) instead of failing against
+    a server that is not there; docs/pipeline.md says how to switch a provider on later.
+    """
+    import httpx
+
+    try:
+        ok = httpx.get("http://127.0.0.1:11434/api/tags", timeout=0.5).status_code == 200
+    except httpx.HTTPError:
+        ok = False
+    typer.echo("extraction LLM: " + ("Ollama found on 127.0.0.1:11434" if ok else
+                                     "none (no Ollama on 127.0.0.1:11434; see docs/pipeline.md to add one)"))
+    return "ollama" if ok else "none"
 
 
 def _install_harnesses(ws: Workspace, names: list[str]) -> list[str]:

@@ -119,6 +119,37 @@ class HooksSettings(Section):
     commit_debounce_s: float = Field(5.0, ge=0.0, le=3600)
 
 
+class RateLimitSettings(Section):
+    """Sliding-window limits per ``actor:operation`` (team and hybrid modes only)."""
+
+    window_s: float = Field(60.0, gt=0, le=86_400, alias="windowSeconds")
+    default: int = Field(600, ge=1, description="requests per window for any operation not listed")
+    operations: dict[str, int] = Field(
+        default_factory=lambda: {"remember": 120, "modify": 60, "forget": 30, "recover": 30, "repair": 10, "admin": 30},
+        description="per-operation limits (operation = the route's permission)",
+    )
+
+
+class AuthSettings(Section):
+    """Auth (issue 7): who may call the daemon. The spec's top-level ``authMode`` also works."""
+
+    mode: Literal["local", "team", "hybrid"] = "local"
+    allowed_hosts: list[str] = Field(default_factory=list, alias="allowedHosts")
+    cors_origins: list[str] = Field(default_factory=list, alias="corsOrigins")
+    default_ttl_s: int = Field(30 * 86_400, ge=60, alias="defaultTtlSeconds")
+    rate_limits: RateLimitSettings = Field(default_factory=RateLimitSettings, alias="rateLimits")
+
+
+class AgentEntry(Section):
+    name: str = Field(min_length=1, max_length=200, pattern=r"^[A-Za-z0-9_.-]+$")
+    read_policy: Literal["isolated", "shared", "group"] = Field("shared", alias="readPolicy")
+    group: list[str] = Field(default_factory=list)
+
+
+class AgentsSettings(Section):
+    roster: list[AgentEntry] = Field(default_factory=list)
+
+
 class Settings(Section):
     version: int = 1
     schema_: str = Field("signet/v1", alias="schema")
@@ -130,6 +161,9 @@ class Settings(Section):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    auth: AuthSettings = Field(default_factory=AuthSettings)
+    auth_mode: Literal["local", "team", "hybrid"] | None = Field(None, alias="authMode")
+    agents: AgentsSettings = Field(default_factory=AgentsSettings)
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

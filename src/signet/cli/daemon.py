@@ -70,6 +70,9 @@ def start(
     ws = Workspace.from_env()
     running = _pid(ws)
     h, p = resolve_address(host, port)
+    from signet.auth.install import check_bind
+
+    check_bind(h, ws.settings())  # refuse a non-loopback bind in local mode before spawning
     url = base_url(h, p)
     if running is not None:
         typer.echo(f"signet daemon already running (pid {running}) at {url}")

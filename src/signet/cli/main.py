@@ -17,6 +17,7 @@ COMMAND_MODULES = [
     "bench",
     "pipeline",
     "mcp_server",
+    "token",
 ]
 
 for _name in COMMAND_MODULES:

@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from starlette.routing import BaseRoute, Route
 
 from signet import __version__
+from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
 from signet.daemon.runtime import Runtime
 from signet.mcp.http import mount_mcp
@@ -27,6 +28,7 @@ ROUTERS = [
     "ingest",
     "pipeline",
     "feedback",
+    "auth",
 ]
 
 
@@ -60,6 +62,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     for name in ROUTERS:
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.state.mcp = mount_mcp(app, rt)
+    install_auth(app)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     return app
 

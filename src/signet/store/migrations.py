@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from signet.auth.schema import AUTH_SCHEMA
 from signet.hooks.schema import HOOKS_SCHEMA
 from signet.mcp.feedback import FEEDBACK_SCHEMA
 from signet.pipeline.schema import PIPELINE_SCHEMA
@@ -221,6 +222,7 @@ CREATE INDEX IF NOT EXISTS idx_transcripts_created ON session_transcripts(create
 
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
+    Migration(2, "auth_agents", AUTH_SCHEMA),
     Migration(4, "harness_hooks", HOOKS_SCHEMA),
     Migration(3, "pipeline", PIPELINE_SCHEMA),
     Migration(5, "mcp_feedback", FEEDBACK_SCHEMA),

@@ -1,0 +1,63 @@
+"""The agent roster (``agents.roster`` in agent.yaml) and the caller -> ReadScope rule."""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+from signet.config import Settings
+from signet.memory.scope import UNSCOPED, ReadScope
+from signet.store.database import Database
+
+DEFAULT_AGENT = "default"
+
+
+def resolve_agent_id(session_key: str | None) -> str | None:
+    """``agent:{id}:{rest}`` (OpenClaw session keys) -> ``id``; anything else -> None."""
+    if not session_key or not session_key.startswith("agent:"):
+        return None
+    parts = session_key.split(":", 2)
+    if len(parts) < 3 or not parts[1]:
+        return None
+    return parts[1]
+
+
+class Roster:
+    """The roster as configured; a name not on it reads with the ``shared`` policy."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.entries = {e.name: e for e in settings.agents.roster}
+
+    def scope_for(self, agent: str | None, project: str | None = None) -> ReadScope:
+        if agent is None:
+            return UNSCOPED if project is None else ReadScope(project=project)
+        entry = self.entries.get(agent)
+        if entry is None:
+            return ReadScope(agent_id=agent, policy="shared", project=project)
+        return ReadScope(agent_id=agent, policy=entry.read_policy, group=tuple(entry.group), project=project)
+
+    def sync(self, db: Database) -> None:
+        """Upsert the roster into the ``agents`` table; agents removed from it are deleted
+        and their private memories archived (the spec's ``archived`` visibility)."""
+        now = datetime.now(UTC).isoformat()
+        rows = [(e.name, e.read_policy, json.dumps(e.group), now) for e in self.entries.values()]
+
+        def write(conn: Any) -> None:
+            for name, policy, group, ts in rows:
+                conn.execute(
+                    "INSERT INTO agents(name, read_policy, agent_group, created_at, updated_at) VALUES (?,?,?,?,?) "
+                    "ON CONFLICT(name) DO UPDATE SET read_policy=excluded.read_policy, "
+                    "agent_group=excluded.agent_group, updated_at=excluded.updated_at",
+                    (name, policy, group, ts, ts),
+                )
+            names = [r[0] for r in rows]
+            marks = ",".join("?" for _ in names) or "NULL"
+            gone = [r[0] for r in conn.execute(f"SELECT name FROM agents WHERE name NOT IN ({marks})", names)]
+            for name in gone:
+                conn.execute(
+                    "UPDATE memories SET visibility='archived' WHERE agent_id=? AND visibility='private'", (name,)
+                )
+                conn.execute("DELETE FROM agents WHERE name=?", (name,))
+
+        db.write(write)

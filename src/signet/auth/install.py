@@ -1,0 +1,36 @@
+"""Wiring auth into the app and the server (one call each from the core)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import FastAPI
+from starlette.middleware.cors import CORSMiddleware
+
+from signet.auth.middleware import AuthMiddleware
+from signet.auth.state import auth_state, effective_mode, is_loopback
+from signet.config import Settings
+from signet.errors import ConfigError
+
+
+def install_auth(app: FastAPI) -> None:
+    """Add the auth middleware and sync the agent roster when the runtime starts."""
+    app.add_middleware(AuthMiddleware)
+    runtime: Any = app.state.runtime
+    origins = runtime.settings.auth.cors_origins
+    if origins:  # closed unless configured: no CORS headers, browser pages of other sites get nothing
+        app.add_middleware(
+            CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            allow_headers=["authorization", "content-type", "x-signet-actor", "x-signet-agent"],
+        )
+    runtime.on_start.append(lambda rt: auth_state(rt).roster.sync(rt.db))
+
+
+def check_bind(host: str, settings: Settings) -> None:
+    """Local mode has no tokens, so it may only listen on loopback."""
+    if effective_mode(settings) == "local" and not (is_loopback(host) or host.lower() == "localhost"):
+        raise ConfigError(
+            f"refusing to listen on {host}: authMode is 'local' (no tokens), which is only safe on "
+            "loopback. Set `auth: {mode: team}` (or hybrid) in agent.yaml and create tokens with "
+            "`signet token create`, or bind 127.0.0.1. See docs/security.md."
+        )

@@ -1,0 +1,205 @@
+"""One ASGI layer in front of every route: Host check, authentication, permission, scope,
+rate limit. Routes are matched against :data:`signet.auth.policy.ROUTE_PERMISSIONS`, so a
+route added later is covered (unknown routes need ``admin``) and no handler can skip it.
+
+The outcome lands on ``request.state``: ``auth`` (:class:`AuthContext`), ``scope`` (the
+caller's :class:`ReadScope`, read by every read path through ``deps.get_scope``) and
+``actor`` (a token's ``sub``). MCP tool calls re-enter the app through this layer with the
+caller's Authorization header and peer address (signet.mcp.http), so they get the same checks.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+from urllib.parse import parse_qs, urlsplit
+
+from starlette.responses import JSONResponse
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signet.auth.agents import resolve_agent_id
+from signet.auth.policy import role_allows, route_permission
+from signet.auth.state import AuthContext, AuthState, auth_state, is_loopback
+from signet.auth.tokens import Claims
+from signet.errors import Forbidden, RateLimited, SignetError, Unauthorized
+from signet.memory.scope import UNSCOPED, ReadScope
+
+AGENT_FIELDS = ("agent_id", "agentId")
+# Writes whose body may name an owner: a scoped token's project/agent is filled in when absent.
+FILL_OWNER = ("/api/memory/remember", "/api/hooks/")
+
+
+def _header(scope: Scope, name: bytes) -> str | None:
+    for k, v in scope.get("headers", []):
+        if k == name:
+            return str(v.decode("latin-1"))
+    return None
+
+
+class AuthMiddleware:
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] not in ("http", "websocket"):
+            await self.app(scope, receive, send)
+            return
+        state = auth_state(scope["app"].state.runtime)
+        try:
+            receive = await self._check(state, scope, receive)
+        except SignetError as exc:
+            headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else {}
+            if isinstance(exc, Unauthorized):
+                headers["WWW-Authenticate"] = "Bearer"
+            if scope["type"] == "http":
+                await JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)(scope, receive, send)
+            else:
+                await send({"type": "websocket.close", "code": 1008})
+            return
+        await self.app(scope, receive, send)
+
+    async def _check(self, st: AuthState, scope: Scope, receive: Receive) -> Receive:
+        client = scope.get("client")
+        peer = str(client[0]) if client else None
+        if not st.host_allowed(_header(scope, b"host"), peer):
+            raise Forbidden("Host header is not an allowed name for this daemon", code="host_not_allowed")
+        origin = _header(scope, b"origin")
+        if origin is not None and origin.rstrip('/') not in st.allowed_origins and not st.host_allowed(urlsplit(origin).netloc or origin, peer):
+            raise Forbidden("cross-origin requests are not accepted", code="origin_not_allowed")
+
+        method = scope.get("method", "GET")
+        permission, _template = route_permission(method, scope.get("path", "/"))
+        local_peer = is_loopback(peer) or peer == "testclient"
+        auth_header = _header(scope, b"authorization")
+        token = None
+        if auth_header is not None:
+            kind, _, value = auth_header.partition(" ")
+            token = value.strip() if kind.lower() == "bearer" and value.strip() else None
+            if token is None and st.mode != "local":
+                raise Unauthorized("invalid or expired token")
+
+        claims: Claims | None = None
+        if st.mode == "local" or (st.mode == "hybrid" and local_peer and token is None):
+            ctx = AuthContext(st.mode, local=True)
+        else:
+            if token is not None:
+                claims = st.authenticate(token)
+            elif permission != "none":
+                raise Unauthorized("authentication required: send Authorization: Bearer <token>")
+            ctx = AuthContext(st.mode, local=False, claims=claims)
+            if claims is not None and not role_allows(claims.role, permission):
+                raise Forbidden(f"role '{claims.role}' lacks the '{permission}' permission")
+
+        body: bytes | None = None
+        data: Any = None
+        if method in ("POST", "PATCH", "PUT", "DELETE") and scope["type"] == "http":
+            body = await _read_body(receive)
+            data = _json(body)
+        query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
+
+        if claims is not None:
+            rs, data = self._token_scope(st, claims, scope, data, query)
+        else:
+            rs = self._local_scope(st, data, query, _header(scope, b"x-signet-agent"))
+
+        if st.mode != "local" and permission not in ("none",):
+            actor = claims.sub if claims is not None else (_header(scope, b"x-signet-actor") or peer or "anonymous")
+            wait = st.limiter.check(actor[:200], permission)
+            if wait:
+                raise RateLimited(f"rate limit exceeded for {permission}; retry in {wait}s", retry_after=wait)
+
+        state = scope.setdefault("state", {})
+        state["auth"] = ctx
+        state["scope"] = rs
+        if claims is not None:
+            state["actor"] = claims.sub
+        if body is None:
+            return receive
+        if data is not None and isinstance(data, dict) and claims is not None:
+            body = json.dumps(data).encode()
+            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"content-length"] + [
+                (b"content-length", str(len(body)).encode())
+            ]
+        return _replay(body, receive)
+
+    def _local_scope(self, st: AuthState, data: Any, query: dict[str, list[str]], header: str | None) -> ReadScope:
+        """A local caller names its agent by header, query, body field or session key."""
+        agent = header or _first(query, AGENT_FIELDS)
+        if agent is None and isinstance(data, dict):
+            agent = next((str(data[f]) for f in AGENT_FIELDS if isinstance(data.get(f), str)), None)
+            for key in ("session_key", "sessionKey", "session_id"):
+                if agent is None and isinstance(data.get(key), str):
+                    agent = resolve_agent_id(data[key])
+        if agent is None:
+            return UNSCOPED
+        return st.roster.scope_for(agent)
+
+    def _token_scope(
+        self, st: AuthState, claims: Claims, scope: Scope, data: Any, query: dict[str, list[str]]
+    ) -> tuple[ReadScope, Any]:
+        ts = claims.scope
+        if claims.role == "admin" or (ts.project is None and ts.agent is None):
+            return UNSCOPED, data
+        named_agents = [v for f in AGENT_FIELDS for v in query.get(f, [])]
+        named_projects = list(query.get("project", []))
+        items = [data] if isinstance(data, dict) else []
+        if isinstance(data, dict) and isinstance(data.get("items"), list):
+            items += [i for i in data["items"] if isinstance(i, dict)]
+        for item in items:
+            named_agents += [str(item[f]) for f in AGENT_FIELDS if item.get(f) is not None]
+            if item.get("project") is not None:
+                named_projects.append(str(item["project"]))
+        if ts.agent is not None and any(a != ts.agent for a in named_agents):
+            raise Forbidden("the token's scope does not cover that agent", code="scope_mismatch")
+        if ts.project is not None and any(p != ts.project for p in named_projects):
+            raise Forbidden("the token's scope does not cover that project", code="scope_mismatch")
+        path = scope.get("path", "")
+        if path.startswith(FILL_OWNER) and isinstance(data, dict):
+            targets = [i for i in items if i is not data] if path.endswith("/batch") else [data]
+            for item in targets:
+                if ts.agent is not None and not any(item.get(f) for f in AGENT_FIELDS):
+                    item["agent_id"] = ts.agent
+                if ts.project is not None and item.get("project") is None:
+                    item["project"] = ts.project
+        return st.roster.scope_for(ts.agent, ts.project), data
+
+
+def _first(query: dict[str, list[str]], names: tuple[str, ...]) -> str | None:
+    for n in names:
+        if query.get(n):
+            return query[n][0]
+    return None
+
+
+def _json(body: bytes) -> Any:
+    if not body:
+        return None
+    try:
+        return json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None  # the route's own validation answers with a 422
+
+
+async def _read_body(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            break
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes, receive: Receive) -> Receive:
+    sent = False
+
+    async def replay() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return await receive()
+
+    return replay

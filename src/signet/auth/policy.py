@@ -1,0 +1,120 @@
+"""The permission matrix and the ONE table mapping every route to its permission.
+
+Permissions follow the spec's API table. ``none`` routes are public (health, status, the
+static dashboard, whoami). ``local`` routes (config, identity, harness files) are open to
+local callers and need ``admin`` from a token. A route missing from :data:`ROUTE_PERMISSIONS`
+needs ``admin`` (fail closed), and tests/auth fails when any app route lacks an entry.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Literal
+
+from signet.auth.tokens import Role
+
+Permission = Literal[
+    "none", "local", "remember", "recall", "modify", "forget", "recover", "documents",
+    "connectors", "diagnostics", "analytics", "repair", "admin",
+]
+ALL_PERMISSIONS: frozenset[Permission] = frozenset(
+    ("remember", "recall", "modify", "forget", "recover", "documents", "connectors",
+     "diagnostics", "analytics", "repair", "admin")
+)
+ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
+    "admin": ALL_PERMISSIONS,
+    "operator": ALL_PERMISSIONS - {"admin"},
+    "agent": frozenset(("remember", "recall", "modify", "forget", "recover", "documents")),
+    "readonly": frozenset(("recall",)),
+}
+
+# (method, path template) -> permission. Method "*" is a mounted app (/mcp) and any path below it.
+ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
+    ("GET", "/health"): "none",
+    ("GET", "/api/status"): "none",
+    ("GET", "/openapi.json"): "none",
+    ("GET", "/docs"): "none",
+    ("GET", "/docs/oauth2-redirect"): "none",
+    ("GET", "/redoc"): "none",
+    ("GET", "/"): "none",
+    ("GET", "/dashboard/{asset}"): "none",
+    ("GET", "/api/auth/whoami"): "none",
+    ("POST", "/api/auth/token"): "admin",
+    ("POST", "/api/auth/revoke"): "admin",
+    ("POST", "/api/memory/remember"): "remember",
+    ("POST", "/api/memory/remember/batch"): "remember",
+    ("POST", "/api/memory/recall"): "recall",
+    ("GET", "/api/memory/search"): "recall",
+    ("GET", "/memory/search"): "recall",
+    ("GET", "/memory/similar"): "recall",
+    ("GET", "/api/memories"): "recall",
+    ("GET", "/api/memory/{memory_id}"): "recall",
+    ("PATCH", "/api/memory/{memory_id}"): "modify",
+    ("DELETE", "/api/memory/{memory_id}"): "forget",
+    ("GET", "/api/memory/{memory_id}/history"): "recall",
+    ("POST", "/api/memory/{memory_id}/recover"): "recover",
+    ("POST", "/api/memory/modify"): "modify",
+    ("POST", "/api/memory/forget"): "forget",
+    ("GET", "/api/embeddings"): "recall",
+    ("POST", "/api/repair/retention-sweep"): "repair",
+    ("POST", "/api/repair/check-fts"): "repair",
+    ("GET", "/api/repair/embedding-gaps"): "repair",
+    ("POST", "/api/repair/re-embed"): "repair",
+    ("POST", "/api/repair/requeue-dead"): "repair",
+    ("POST", "/api/repair/release-leases"): "repair",
+    ("GET", "/api/diagnostics"): "diagnostics",
+    ("GET", "/api/diagnostics/{domain}"): "diagnostics",
+    ("POST", "/api/hooks/session-start"): "remember",
+    ("POST", "/api/hooks/user-prompt-submit"): "recall",
+    ("POST", "/api/hooks/session-end"): "remember",
+    ("POST", "/api/hooks/remember"): "remember",
+    ("POST", "/api/hooks/recall"): "recall",
+    ("POST", "/api/hooks/pre-compaction"): "remember",
+    ("POST", "/api/hooks/compaction-complete"): "remember",
+    ("GET", "/api/harnesses"): "local",
+    ("POST", "/api/harnesses/regenerate"): "local",
+    ("GET", "/api/identity"): "local",
+    ("GET", "/api/config"): "local",
+    ("POST", "/api/config"): "admin",
+    ("POST", "/api/ingest/transcript"): "remember",
+    ("GET", "/api/pipeline/status"): "diagnostics",
+    ("GET", "/api/pipeline/jobs"): "repair",
+    ("GET", "/api/pipeline/jobs/{job_id}"): "repair",
+    ("POST", "/api/feedback"): "recall",
+    ("GET", "/api/feedback"): "analytics",
+    ("*", "/mcp"): "recall",
+}
+
+# Operations for rate limiting: the permission, except that reads are one bucket.
+_PARAM = re.compile(r"\{[^}/]+\}")
+
+
+def _compile(template: str, mount: bool) -> re.Pattern[str]:
+    parts = _PARAM.split(template)
+    body = "[^/]+".join(re.escape(p) for p in parts)
+    return re.compile(f"^{body}(?:/.*)?$" if mount else f"^{body}$")
+
+
+_COMPILED: list[tuple[str, re.Pattern[str], Permission, str]] = sorted(
+    ((m, _compile(p, m == "*"), perm, p) for (m, p), perm in ROUTE_PERMISSIONS.items()),
+    key=lambda t: ("{" in t[3], t[0] == "*"),  # literal paths before templated ones
+)
+
+
+def route_permission(method: str, path: str) -> tuple[Permission, str]:
+    """(permission, route template) for a concrete request; unknown routes need ``admin``."""
+    m = "GET" if method == "HEAD" else method
+    if len(path) > 1:
+        path = path.rstrip("/") or "/"
+    for meth, rx, perm, template in _COMPILED:
+        if (meth == m or meth == "*") and rx.match(path):
+            return perm, template
+    return "admin", path
+
+
+def role_allows(role: Role, permission: Permission) -> bool:
+    if permission == "none":
+        return True
+    if permission == "local":
+        return "admin" in ROLE_PERMISSIONS[role]
+    return permission in ROLE_PERMISSIONS[role]

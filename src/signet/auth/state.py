@@ -1,0 +1,111 @@
+"""Per-runtime auth state: mode, secret, roster, limiter and the revocation list."""
+
+from __future__ import annotations
+
+import ipaddress
+import time
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from signet.auth.agents import Roster
+from signet.auth.ratelimit import RateLimiter
+from signet.auth.tokens import Claims, load_secret, token_id, verify
+from signet.config import Settings
+from signet.errors import Unauthorized
+from signet.store.database import Database
+
+Mode = Literal["local", "team", "hybrid"]
+LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
+
+
+def effective_mode(settings: Settings) -> Mode:
+    """``authMode`` (the spec's top-level spelling) wins over ``auth.mode``."""
+    return settings.auth_mode or settings.auth.mode
+
+
+def is_loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class AuthContext:
+    """What the middleware decided about one request (``request.state.auth``)."""
+
+    mode: Mode
+    local: bool
+    claims: Claims | None = None
+
+    @property
+    def authenticated(self) -> bool:
+        return self.claims is not None
+
+
+class AuthState:
+    def __init__(self, settings: Settings, workspace_root: Any, db: Database) -> None:
+        self.settings = settings
+        self.mode: Mode = effective_mode(settings)
+        self.root = workspace_root
+        self.db = db
+        self.roster = Roster(settings)
+        self.limiter = RateLimiter(settings.auth.rate_limits)
+        self._secret: bytes | None = None
+        hosts = set(LOOPBACK_NAMES)
+        hosts.add(settings.daemon.host.lower())
+        hosts.update(h.lower() for h in settings.auth.allowed_hosts)
+        self.allowed_hosts = frozenset(hosts)
+        self.allowed_origins = frozenset(o.rstrip('/') for o in settings.auth.cors_origins)
+
+    @property
+    def secret(self) -> bytes:
+        if self._secret is None:
+            self._secret = load_secret(self.root)
+        return self._secret
+
+    def host_allowed(self, host_header: str | None, peer: str | None) -> bool:
+        """Only our own names, so a page on another site reaching us by DNS rebinding is refused."""
+        if host_header is None:
+            return True  # HTTP/1.0 without Host: no browser sends this
+        name = host_header.strip().lower()
+        if name.startswith("["):
+            name = name[: name.find("]") + 1]
+        elif name.count(":") == 1:
+            name = name.split(":", 1)[0]
+        if name in self.allowed_hosts:
+            return True
+        # Starlette's TestClient: host "testserver" from the peer "testclient", which no real
+        # socket can produce (uvicorn always reports an IP address).
+        return name == "testserver" and peer == "testclient"
+
+    def authenticate(self, token: str) -> Claims:
+        claims = verify(token, self.secret)
+        tid = token_id(token)
+        revoked = self.db.read(lambda c: c.execute("SELECT 1 FROM auth_revocations WHERE token_id=?", (tid,)).fetchone())
+        if revoked is not None:
+            raise Unauthorized("invalid or expired token")
+        return claims
+
+
+def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -> Claims:
+    """Add a (validly signed) token to the persistent revocation list."""
+    claims = verify(token, secret, now=0)  # an already-expired token may still be revoked
+    tid = token_id(token)
+    db.write(
+        lambda c: c.execute(
+            "INSERT OR IGNORE INTO auth_revocations(token_id, sub, expires_at, revoked_at, reason) VALUES (?,?,?,?,?)",
+            (tid, claims.sub, claims.exp, int(time.time()), reason),
+        )
+    )
+    return claims
+
+
+def auth_state(runtime: Any) -> AuthState:
+    st = runtime.extras.get("auth")
+    if not isinstance(st, AuthState):
+        st = AuthState(runtime.settings, runtime.workspace.root, runtime.db)
+        runtime.extras["auth"] = st
+    return st

@@ -113,7 +113,7 @@ def test_check_bind_refuses_non_loopback_in_local_mode() -> None:
     check_bind("127.0.0.1", Settings())
     check_bind("::1", Settings())
     check_bind("localhost", Settings())
-    with pytest.raises(ConfigError, match="refusing to listen on 0.0.0.0"):
+    with pytest.raises(ConfigError, match=r"refusing to listen on 0\.0\.0\.0"):
         check_bind("0.0.0.0", Settings())
     check_bind("0.0.0.0", Settings.model_validate({"auth": {"mode": "team"}}))
     check_bind("10.0.0.5", Settings.model_validate({"authMode": "hybrid"}))

@@ -67,7 +67,10 @@ def _b64e(data: bytes) -> str:
 def _b64d(text: str) -> bytes:
     if not text or any(c not in "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_" for c in text):
         raise ValueError("not base64url")
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    data = base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+    if _b64e(data) != text:  # non-canonical (padding bits set): a changed token is a different token
+        raise ValueError("not canonical base64url")
+    return data
 
 
 def secret_path(workspace_root: Path) -> Path:

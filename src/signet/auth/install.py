@@ -14,7 +14,8 @@ from signet.errors import ConfigError
 
 
 def install_auth(app: FastAPI) -> None:
-    """Add the auth middleware and sync the agent roster when the runtime starts."""
+    """Add the auth middleware; the agent roster is synced when the runtime starts (or, for a
+    runtime started before the app was built, on the first request)."""
     app.add_middleware(AuthMiddleware)
     runtime: Any = app.state.runtime
     origins = runtime.settings.auth.cors_origins
@@ -23,7 +24,7 @@ def install_auth(app: FastAPI) -> None:
             CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["authorization", "content-type", "x-signet-actor", "x-signet-agent"],
         )
-    runtime.on_start.append(lambda rt: auth_state(rt).roster.sync(rt.db))
+    runtime.on_start.append(auth_state)  # created (and the roster synced) at start
 
 
 def check_bind(host: str, settings: Settings) -> None:

@@ -107,5 +107,6 @@ def auth_state(runtime: Any) -> AuthState:
     st = runtime.extras.get("auth")
     if not isinstance(st, AuthState):
         st = AuthState(runtime.settings, runtime.workspace.root, runtime.db)
+        st.roster.sync(runtime.db)  # the roster reaches the ``agents`` table before any request
         runtime.extras["auth"] = st
     return st

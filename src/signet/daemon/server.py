@@ -46,10 +46,9 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
     """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded."""
     import uvicorn
 
+    from signet.auth.install import check_bind
     from signet.daemon.app import create_app
     from signet.daemon.runtime import Runtime
-
-    from signet.auth.install import check_bind
 
     check_bind(host, ws.settings())  # local mode (no tokens) listens on loopback only
     configure_logging(ws, to_stderr=log_to_stderr)

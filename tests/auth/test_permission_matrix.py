@@ -156,3 +156,24 @@ def test_matrix_wrong_scope(team: tuple[Workspace, Runtime, TestClient, str]) ->
     listed = c.get("/api/memories", headers=ok).json()
     assert [m["id"] for m in listed["items"]] == [mid]
     assert c.get(f"/api/memory/{mid}", headers=ok).status_code == 200
+
+
+def test_mcp_tool_calls_are_held_to_the_tokens_role(team: tuple[Workspace, Runtime, TestClient, str]) -> None:
+    """/mcp needs recall; a tool that writes needs the write's permission (it re-enters the API)."""
+    ws, _, c, _ = team
+
+    def tool(role: str, name: str, args: dict[str, Any]) -> Any:
+        tok = bearer(token_for(ws, role, sub=f"mcp-{role}"))  # type: ignore[arg-type]
+        return c.post("/mcp", headers={**MCP_HEADERS, **tok}, json={
+            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
+
+    r = tool("readonly", "memory_store", {"content": "readonly must not write this"})
+    assert r.status_code == 200 and r.json()["result"]["isError"] is True
+    assert "admin" not in r.text and "remember" in r.text  # the API's 403 message reaches the agent
+    r = tool("readonly", "memory_search", {"query": "matrix seed"})
+    assert r.status_code == 200 and r.json()["result"]["isError"] is False
+    r = tool("agent", "memory_store", {"content": "an agent may write this"})
+    assert r.json()["result"]["isError"] is False
+    listed = c.get("/api/memories", headers=bearer(token_for(ws, "admin")), params={"limit": 200}).json()["items"]
+    contents = [m["content"] for m in listed]
+    assert "readonly must not write this" not in contents and "an agent may write this" in contents

@@ -172,3 +172,27 @@ def test_identity_inheritance_per_agent(env: tuple[Workspace, Runtime, dict[str,
     assert "Bob's own soul" in bob and "Bob's own soul" not in carol
     first_line = next(line for line in root_soul.splitlines() if line.strip() and not line.startswith("#"))
     assert first_line.strip()[:40] in carol
+
+
+def test_roster_sync_archives_a_removed_agents_memories(make_workspace: Any) -> None:
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}},
+                        agents={"roster": [{"name": "gone", "readPolicy": "isolated"}, {"name": "stays"}]})
+    rt = start_runtime(ws)
+    try:
+        with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1") as c:
+            mid = c.post("/api/memory/remember", json={"content": "gone's note", "agent_id": "gone"}).json()["id"]
+            assert c.get(f"/api/memory/{mid}", headers={"X-Signet-Agent": "stays"}).status_code == 200
+        rows = rt.db.read(lambda conn: conn.execute("SELECT name, read_policy FROM agents ORDER BY name").fetchall())
+        assert [tuple(r) for r in rows] == [("gone", "isolated"), ("stays", "shared")]
+    finally:
+        rt.stop()
+    write_config(ws, agents={"roster": [{"name": "stays", "readPolicy": "group", "group": ["stays"]}]})
+    rt = start_runtime(ws)
+    try:
+        with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1") as c:
+            assert c.get(f"/api/memory/{mid}", headers={"X-Signet-Agent": "stays"}).status_code == 404
+            assert c.get(f"/api/memory/{mid}").json()["visibility"] == "archived"
+        rows = rt.db.read(lambda conn: conn.execute("SELECT name, read_policy FROM agents").fetchall())
+        assert [tuple(r) for r in rows] == [("stays", "group")]
+    finally:
+        rt.stop()

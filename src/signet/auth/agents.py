@@ -38,8 +38,9 @@ class Roster:
         return ReadScope(agent_id=agent, policy=entry.read_policy, group=tuple(entry.group), project=project)
 
     def sync(self, db: Database) -> None:
-        """Upsert the roster into the ``agents`` table; agents removed from it are deleted
-        and their private memories archived (the spec's ``archived`` visibility)."""
+        """Upsert the roster into the ``agents`` table; an agent removed from it is deleted and
+        its memories become ``archived`` (the spec: soft-deleted with their owner; only the
+        owner's own ``isolated``/``shared`` reads, or an unscoped caller, still see them)."""
         now = datetime.now(UTC).isoformat()
         rows = [(e.name, e.read_policy, json.dumps(e.group), now) for e in self.entries.values()]
 
@@ -51,13 +52,10 @@ class Roster:
                     "agent_group=excluded.agent_group, updated_at=excluded.updated_at",
                     (name, policy, group, ts, ts),
                 )
-            names = [r[0] for r in rows]
-            marks = ",".join("?" for _ in names) or "NULL"
-            gone = [r[0] for r in conn.execute(f"SELECT name FROM agents WHERE name NOT IN ({marks})", names)]
+            keep = {r[0] for r in rows}
+            gone = [r[0] for r in conn.execute("SELECT name FROM agents") if r[0] not in keep]
             for name in gone:
-                conn.execute(
-                    "UPDATE memories SET visibility='archived' WHERE agent_id=? AND visibility='private'", (name,)
-                )
+                conn.execute("UPDATE memories SET visibility='archived' WHERE agent_id=?", (name,))
                 conn.execute("DELETE FROM agents WHERE name=?", (name,))
 
         db.write(write)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ipaddress
+import logging
 import time
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -14,6 +15,7 @@ from signet.config import Settings
 from signet.errors import Unauthorized
 from signet.store.database import Database
 
+log = logging.getLogger(__name__)
 Mode = Literal["local", "team", "hybrid"]
 LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
 
@@ -54,11 +56,22 @@ class AuthState:
         self.roster = Roster(settings)
         self.limiter = RateLimiter(settings.auth.rate_limits)
         self._secret: bytes | None = None
+        self.roster_synced = False
         hosts = set(LOOPBACK_NAMES)
         hosts.add(settings.daemon.host.lower())
         hosts.update(h.lower() for h in settings.auth.allowed_hosts)
         self.allowed_hosts = frozenset(hosts)
         self.allowed_origins = frozenset(o.rstrip('/') for o in settings.auth.cors_origins)
+
+    def sync_roster(self) -> None:
+        """Write the roster to the ``agents`` table once the database is open (at start, or on
+        the first request to an app whose runtime was started before it was built)."""
+        try:
+            self.roster.sync(self.db)
+        except RuntimeError as exc:  # the runtime has not opened the database yet: retried later
+            log.debug("agent roster not synced yet: %s", exc)
+            return
+        self.roster_synced = True
 
     @property
     def secret(self) -> bytes:
@@ -107,6 +120,7 @@ def auth_state(runtime: Any) -> AuthState:
     st = runtime.extras.get("auth")
     if not isinstance(st, AuthState):
         st = AuthState(runtime.settings, runtime.workspace.root, runtime.db)
-        st.roster.sync(runtime.db)  # the roster reaches the ``agents`` table before any request
         runtime.extras["auth"] = st
+    if not st.roster_synced:
+        st.sync_roster()
     return st

@@ -47,6 +47,8 @@ def test_hybrid_remote_caller_with_host_localhost_gets_401(make_workspace: Calla
             assert local.get("/api/memories").status_code == 200  # loopback peer: full access
             assert local.post("/api/memory/remember", json={"content": "local write"}).status_code == 200
             assert local.get("/api/auth/whoami").json()["local"] is True
+            # a reverse proxy on this host relaying a remote caller is not local
+            assert local.get("/api/memories", headers={"X-Forwarded-For": "203.0.113.9"}).status_code == 401
             # a loopback caller that sends a token is held to it
             held = bearer(token_for(ws, "readonly"))
             assert local.post("/api/memory/remember", headers=held, json={"content": "y"}).status_code == 403

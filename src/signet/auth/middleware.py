@@ -69,7 +69,9 @@ class AuthMiddleware:
 
         method = scope.get("method", "GET")
         permission, _template = route_permission(method, scope.get("path", "/"))
-        local_peer = is_loopback(peer) or peer == "testclient"
+        # A loopback peer that relays for someone else (a reverse proxy on this host) is not local.
+        proxied = any(_header(scope, h) is not None for h in (b"x-forwarded-for", b"forwarded", b"x-real-ip"))
+        local_peer = (is_loopback(peer) or peer == "testclient") and not proxied
         auth_header = _header(scope, b"authorization")
         token = None
         if auth_header is not None:

@@ -38,6 +38,7 @@ class EmbeddingSettings(Section):
     api_key: str | None = None
     timeout: float = Field(30.0, gt=0, le=600)
     batch_size: int = Field(32, ge=1, le=1024)
+    threads: int = Field(1, ge=0, le=256, description="CPU threads of the local model (0: torch default)")
 
 
 class SearchSettings(Section):

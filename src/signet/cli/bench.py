@@ -57,3 +57,45 @@ def longmemeval_cmd(
 
     rep = longmemeval.run(path, embedding=embedding, limit=limit)
     _print(rep, as_json)
+
+
+@bench_app.command("latency")
+def latency_cmd(
+    memories: Annotated[list[int], typer.Option("--memories", min=1, help="Store sizes: --memories 10000 100000.")],
+    more: Annotated[list[int] | None, typer.Argument(help="More store sizes (so --memories 10000 100000 works).",
+                                                     show_default=False)] = None,
+    queries: Annotated[int, typer.Option(min=1, help="Recall queries measured per store size.")] = 300,
+    concurrency: Annotated[int, typer.Option(min=1, max=256, help="Concurrent remember connections.")] = 16,
+    remembers: Annotated[int, typer.Option(min=1, help="Memories sent to measure remember throughput.")] = 3000,
+    cache_dir: Annotated[Path | None, typer.Option(help="Reuse seed vectors from here (computed once).")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Latency over HTTP: recall p50/p95/p99 and remember/s vs raw FTS5 and numpy baselines."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from signet.bench import latency
+
+    opts = latency.LatencyOptions(memories=[*memories, *(more or [])], queries=queries, concurrency=concurrency,
+                                  remembers=remembers, cache_dir=cache_dir)
+    if quick:
+        opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
+    console = Console(stderr=True)
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=console, transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        report = latency.run(opts, progress)
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        Console().print(latency.table(report))

@@ -26,18 +26,37 @@ _LOADED: dict[str, Any] = {}
 _LOADED_LOCK = threading.Lock()
 
 
+def set_threads(threads: int) -> None:
+    """Intra-op CPU threads for torch (process-wide; 0 leaves torch's default).
+
+    One thread by default: a transformer forward pass is dozens of parallel regions, each
+    ending in a barrier, so with two threads on two cores shared with anything else (the
+    background embedder, the HTTP server, the user's editor) every region waits for a
+    descheduled thread. Measured here on a busy machine: query embedding p50 300 ms with two
+    threads, 36 ms with one (docs/benchmarks.md). One thread also lets background embedding
+    and a query embedding run side by side on two cores instead of queueing on one pool.
+    """
+    if threads <= 0:
+        return
+    import torch
+
+    if torch.get_num_threads() != threads:
+        torch.set_num_threads(threads)
+
+
 class LocalEmbedder:
     provider = "local"
 
-    def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32) -> None:
+    def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1) -> None:
         self.model = model
         self.batch_size = batch_size
+        self.threads = threads
         self._st: Any = None
         self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> LocalEmbedder:
-        return cls(model=settings.model or BUNDLED_MODEL, batch_size=settings.batch_size)
+        return cls(model=settings.model or BUNDLED_MODEL, batch_size=settings.batch_size, threads=settings.threads)
 
     @property
     def dimensions(self) -> int | None:
@@ -83,6 +102,7 @@ class LocalEmbedder:
                         ) from exc
                     model = SentenceTransformer(path, device="cpu")
                     _LOADED[path] = model
+            set_threads(self.threads)
             self._st = model
 
     def embed(self, texts: list[str]) -> Vectors:

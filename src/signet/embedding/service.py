@@ -10,6 +10,8 @@ too, so the daemon answers ``/health`` long before torch has finished importing.
 from __future__ import annotations
 
 import logging
+import os
+import sys
 import threading
 import time
 import uuid
@@ -44,6 +46,31 @@ def make_embedder(settings: EmbeddingSettings) -> Embedder:
         raise EmbeddingError(f"unknown embedding provider '{settings.provider}' (have: {', '.join(sorted(factories))})")
     embedder: Embedder = factory(settings)
     return embedder
+
+
+BACKGROUND_NICE = 10
+"""Niceness of the background embedding thread (Linux: per thread)."""
+
+
+def lower_priority(nice: int = BACKGROUND_NICE) -> bool:
+    """Run the calling thread at a lower CPU priority; False where the OS cannot.
+
+    Background embedding must not compete with the work a caller waits for: a remember is
+    accepted (written, keyword-searchable) without its vector, and a recall embeds its query
+    on a request thread. At nice 10 the scheduler gives this thread the CPU those leave idle,
+    so under load remembers stay fast and vectors catch up afterwards. On Linux niceness is
+    per thread (the native thread id is a valid ``PRIO_PROCESS`` target), and threads this
+    one creates (torch's pool, when ``embedding.threads`` > 1) inherit it.
+    """
+    if not sys.platform.startswith("linux"):
+        return False
+    try:
+        tid = threading.get_native_id()
+        os.setpriority(os.PRIO_PROCESS, tid, max(os.getpriority(os.PRIO_PROCESS, tid), nice))
+    except OSError as exc:
+        log.debug("could not lower the embedder's priority: %s", exc)
+        return False
+    return True
 
 
 class EmbeddingService:
@@ -101,6 +128,7 @@ class EmbeddingService:
         return False
 
     def _run(self) -> None:
+        lower_priority()
         backoff = 1.0
         while not self._stop.is_set():
             if self.state != "ready":

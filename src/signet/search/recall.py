@@ -16,18 +16,42 @@ When vectors are unavailable the response says so and ``method`` is ``fts``.
 
 from __future__ import annotations
 
+import threading
 import time
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 from signet.config import Settings
 from signet.embedding.service import EmbeddingService
 from signet.memory.filters import MemoryFilter
 from signet.memory.records import load_tags
 from signet.search.fts import recall_match_expression
+from signet.search.ftspool import keyword_pool
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 
+T = TypeVar("T")
+
+_POOL: ThreadPoolExecutor | None = None
+_POOL_LOCK = threading.Lock()
+
+
+def _submit(fn: Callable[[], T], parallel: bool) -> Future[T]:
+    """Run ``fn`` on the shared recall pool (``parallel``) or right here, as a future either way."""
+    global _POOL
+    if parallel:
+        with _POOL_LOCK:
+            if _POOL is None:
+                _POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="signet-recall")
+        return _POOL.submit(fn)
+    fut: Future[T] = Future()
+    try:
+        fut.set_result(fn())
+    except BaseException as exc:  # noqa: BLE001 - re-raised by fut.result() in the caller
+        fut.set_exception(exc)
+    return fut
 
 @dataclass
 class Candidate:
@@ -92,15 +116,24 @@ class Recaller:
 
         candidates: dict[str, Candidate] = {}
         match = recall_match_expression(query)
-        if match is not None:
-            for mid, raw in self.db.read(lambda c: self._fts(c, match, where, params, pool)):
-                candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
-
         vec_ok, reason = self.vector_state()
         # alpha = 0 is a keyword-only request (legacy search): skip the vector leg entirely.
-        qvec = self.embeddings.embed_query(query) if vec_ok and alpha > 0 and query.strip() else None
+        want_vec = vec_ok and alpha > 0 and bool(query.strip())
+        fts_job: Future[list[tuple[str, float]]] | None = None
+        if match is not None:
+            # With a vector leg to compute, the keyword leg runs on a pool thread meanwhile:
+            # SQLite and torch both release the GIL, so on two cores the legs overlap
+            # (docs/benchmarks.md, latency). Candidates are still added in the same order
+            # (keyword hits first), so the ranking is exactly the sequential one.
+            fts_job = _submit(lambda: self.db.read(lambda c: self._fts(
+                c, match, where, params, pool, selective=flt.is_narrowing())), want_vec)
+        qvec = self.embeddings.embed_query(query) if want_vec else None
+        vec_hits = self._vector_pool(qvec, flt, where, params, pool) if qvec is not None else []
+        if fts_job is not None:
+            for mid, raw in fts_job.result():
+                candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
         if qvec is not None:
-            for mid, sim in self._vector_pool(qvec, flt, where, params, pool):
+            for mid, sim in vec_hits:
                 cand = candidates.setdefault(mid, Candidate(mid))
                 cand.vector = sim
                 cand.in_vector_pool = True
@@ -136,15 +169,12 @@ class Recaller:
         )
 
     @staticmethod
-    def _fts(conn: Any, match: str, where: str, params: list[Any], pool: int) -> list[tuple[str, float]]:
-        # CROSS JOIN pins the FTS table as the outer loop. With a plain JOIN and no ANALYZE
-        # statistics SQLite walked memories by idx_memories_deleted and ran the MATCH once per
-        # row: 113 ms p50 at 1,000 memories instead of 1.3 ms (O(N) FTS queries per recall).
-        sql = (
-            "SELECT m.id, bm25(memories_fts) AS r FROM memories_fts CROSS JOIN memories m ON m.seq = memories_fts.rowid "
-            f"WHERE memories_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
-        )
-        return [(row[0], float(row[1])) for row in conn.execute(sql, (match, *params, pool))]
+    def _fts(
+        conn: Any, match: str, where: str, params: list[Any], pool: int, *, selective: bool = False
+    ) -> list[tuple[str, float]]:
+        """BM25 keyword pool (signet.search.ftspool: the index first, the filters second)."""
+        return keyword_pool(conn, "memories_fts", "bm25(memories_fts)", match, where, params, pool,
+                            selective=selective)
 
     def _vector_pool(
         self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int

@@ -1,0 +1,575 @@
+"""``signet bench latency``: recall latency and remember throughput over HTTP, against brute baselines.
+
+For each store size N:
+
+1. N synthetic memories (:mod:`signet.bench.corpus`) are seeded into a fresh temporary
+   workspace through ``MemoryService.remember_batch``, with their vectors computed in bulk
+   first (stored by content hash, so the batch path indexes them at once and the background
+   embedder has nothing left to do). Vectors can be cached between runs (``cache_dir``):
+   they depend only on the generator, its seed and the model.
+2. A real daemon (``signet daemon``, uvicorn) is started on that workspace on a free
+   loopback port, and the benchmark waits until its embedder is ready.
+3. Measured over HTTP, one keep-alive connection, one request at a time: recall of
+   questions about stored memories (never their text, never a repeated query, so the query
+   embedding is computed on every request) — p50/p95/p99 of the client-side wall time.
+4. In the same run, on the same DB file and the same vectors: the raw FTS5 ``MATCH`` query
+   alone (the expression recall sends, top 50), numpy's brute-force top 10 alone, and the
+   local query embedding alone. Their ratios to recall say what the daemon adds.
+5. Remember throughput: new memories sent by ``concurrency`` keep-alive connections from a
+   minimal asyncio HTTP/1.1 client (it costs the benchmark process far less CPU than a full
+   client, so on a 2-core machine the figure is the server's limit, not the client's), as
+   accepted memories per second, with the daemon's own CPU seconds per remember read from
+   ``/proc``. Vectors for these are computed by the daemon in the background, as in use.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import platform
+import random
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import httpx
+import numpy as np
+
+from signet.bench.corpus import Sample, generate
+from signet.bench.metrics import percentile
+from signet.embedding.base import Vectors
+from signet.memory.content import parse_content
+from signet.models import RememberRequest
+from signet.search.fts import recall_match_expression
+from signet.store.sqlite import sqlite3
+from signet.workspace import Workspace
+
+CORPUS_VERSION = 1
+"""Bump when :mod:`signet.bench.corpus` changes, so cached vectors are not reused."""
+
+Progress = Callable[[str, int, int], None]
+"""``progress(task, done, total)``: the CLI draws bars from it; the library prints nothing."""
+
+
+@dataclass
+class LatencyOptions:
+    memories: list[int]
+    queries: int = 300
+    warmup: int = 30
+    remembers: int = 3000
+    concurrency: int = 16
+    seed: int = 7
+    cache_dir: Path | None = None
+    recall_limit: int = 10
+    daemon_timeout: float = 300.0
+
+
+@dataclass
+class Timing:
+    values_ms: list[float] = field(default_factory=list)
+
+    def summary(self) -> dict[str, float]:
+        v = self.values_ms
+        return {
+            "n": len(v),
+            "p50": round(percentile(v, 50), 3),
+            "p95": round(percentile(v, 95), 3),
+            "p99": round(percentile(v, 99), 3),
+            "mean": round(sum(v) / len(v), 3) if v else 0.0,
+        }
+
+
+def _noop(_: str, __: int, ___: int) -> None:
+    return None
+
+
+# -- seeding ---------------------------------------------------------------------------------
+
+
+def _model_key() -> str:
+    return "local-all-MiniLM-L6-v2"
+
+
+def _cache_file(cache_dir: Path, seed: int, n: int) -> Path:
+    return cache_dir / f"vectors-{_model_key()}-c{CORPUS_VERSION}-s{seed}-n{n}.npy"
+
+
+def _cached_vectors(cache_dir: Path | None, seed: int, n: int) -> Vectors | None:
+    """Vectors of the first ``n`` samples from any cached run of at least ``n`` (generation is prefix-stable)."""
+    if cache_dir is None or not cache_dir.is_dir():
+        return None
+    prefix = f"vectors-{_model_key()}-c{CORPUS_VERSION}-s{seed}-n"
+    best: tuple[int, Path] | None = None
+    for p in cache_dir.glob(prefix + "*.npy"):
+        try:
+            size = int(p.stem.rsplit("-n", 1)[1])
+        except ValueError:
+            continue
+        if size >= n and (best is None or size < best[0]):
+            best = (size, p)
+    if best is None:
+        return None
+    arr: Vectors = np.load(best[1], mmap_mode="r")[:n].astype(np.float32)
+    return arr
+
+
+def embed_bulk(texts: list[str], progress: Progress, batch: int = 128) -> Vectors:
+    """Embed many texts with the bundled model, shortest first (less padding per batch)."""
+    from signet.embedding.local import LocalEmbedder
+
+    # All cores for a bulk job (bigger parallel regions amortise their barriers); the query
+    # embedding measured below goes back to the daemon's single thread.
+    emb = LocalEmbedder(batch_size=batch, threads=os.cpu_count() or 1)
+    emb.load()
+    order = sorted(range(len(texts)), key=lambda i: len(texts[i]))
+    out = np.zeros((len(texts), emb.dimensions or 384), dtype=np.float32)
+    step = batch * 8
+    for i in range(0, len(order), step):
+        idx = order[i : i + step]
+        out[idx] = emb.embed([texts[j] for j in idx])
+        progress("embed memories", min(i + step, len(order)), len(order))
+    return out
+
+
+def seed_vectors(samples: list[Sample], cache_dir: Path | None, seed: int, progress: Progress) -> tuple[Vectors, bool]:
+    """(vectors, from_cache) for the samples, computing and caching them when needed."""
+    cached = _cached_vectors(cache_dir, seed, len(samples))
+    if cached is not None:
+        return cached, True
+    vecs = embed_bulk([s.content for s in samples], progress)
+    if cache_dir is not None:
+        cache_dir.mkdir(parents=True, exist_ok=True)
+        target = _cache_file(cache_dir, seed, len(samples))
+        tmp = target.with_suffix(".tmp.npy")
+        np.save(tmp, vecs)
+        tmp.replace(target)
+    return vecs, False
+
+
+def _created_at(i: int, n: int) -> datetime:
+    """Spread over the past year, oldest first, as a real store grows."""
+    start = datetime(2025, 11, 22, tzinfo=UTC)
+    return start + timedelta(seconds=int(i * (365 * 86400) / max(n, 1)))
+
+
+def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress: Progress) -> None:
+    """Create a workspace at ``root`` and store the samples through the service's batch path."""
+    import yaml
+
+    from signet.daemon.runtime import Runtime
+    from signet.workspace import setup_workspace
+
+    ws = Workspace(root)
+    setup_workspace(ws, agent_name="bench", user_name="bench", embedding_provider="local")
+    # The LLM pipeline is off: this measures the memory core, and without an LLM running the
+    # extraction jobs it would queue would only retry and fail in the background.
+    data = yaml.safe_load(ws.config_path.read_text()) or {}
+    data.setdefault("memory", {}).setdefault("pipelineV2", {})["enabled"] = False
+    ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
+    with Runtime(ws) as rt:
+        svc, emb = rt.service, rt.embeddings
+        chunk = 1000
+        for i in range(0, len(samples), chunk):
+            part = samples[i : i + chunk]
+            hashes = [parse_content(s.content).hash for s in part]
+            # Vectors first (keyed by content hash): the batch insert then indexes each memory at
+            # once, so the background embedder finds nothing to do.
+            emb.store_vectors(hashes, [s.content for s in part], vectors[i : i + len(part)])
+            svc.remember_batch(
+                [
+                    RememberRequest(content=s.content, who=s.who, project=s.project, tags=list(s.tags) or None,
+                                    created_at=_created_at(i + j, len(samples)), source_type="bench")
+                    for j, s in enumerate(part)
+                ],
+                changed_by="bench",
+            )
+            progress("store memories", i + len(part), len(samples))
+        pending = emb.pending_count()
+        if pending:
+            raise RuntimeError(f"{pending} seeded memories have no vector")
+
+
+# -- the daemon ------------------------------------------------------------------------------
+
+
+def _free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@dataclass
+class Daemon:
+    proc: subprocess.Popen[bytes]
+    port: int
+    log: Path
+
+    @property
+    def url(self) -> str:
+        return f"http://127.0.0.1:{self.port}"
+
+    def cpu_seconds(self) -> float:
+        """User + system CPU of the daemon process (all threads), from /proc."""
+        try:
+            fields = Path(f"/proc/{self.proc.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            return float("nan")
+        ticks = os.sysconf("SC_CLK_TCK")
+        return (int(fields[11]) + int(fields[12])) / ticks
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+
+
+@contextlib.contextmanager
+def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
+    """A ``signet daemon`` subprocess on a free loopback port, ready (embedder loaded, index built)."""
+    port = _free_port()
+    log = root / "bench-daemon.log"
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "SIGNET_WORKSPACE": str(root), "TOKENIZERS_PARALLELISM": "false"},
+        )
+    d = Daemon(proc, port, log)
+    try:
+        deadline = time.monotonic() + timeout
+        with httpx.Client(base_url=d.url, timeout=5.0) as c:
+            while True:
+                if proc.poll() is not None:
+                    raise RuntimeError(f"daemon exited with {proc.returncode}: {log.read_text()[-2000:]}")
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"daemon not ready after {timeout:.0f}s: {log.read_text()[-2000:]}")
+                try:
+                    st = c.get("/api/status").json()
+                except httpx.HTTPError:
+                    time.sleep(0.1)
+                    continue
+                emb = st.get("embedding", {})
+                if emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0):
+                    break
+                if emb.get("state") == "unavailable":
+                    raise RuntimeError(f"daemon embedder unavailable: {emb.get('error')}")
+                time.sleep(0.2)
+        yield d
+    finally:
+        d.stop()
+
+
+# -- measurements ----------------------------------------------------------------------------
+
+
+def pick_queries(samples: list[Sample], count: int, seed: int) -> list[tuple[str, str]]:
+    """(question, expected content) pairs with distinct questions, chosen deterministically."""
+    rng = random.Random(seed * 7919 + len(samples))
+    order = list(range(len(samples)))
+    rng.shuffle(order)
+    seen: set[str] = set()
+    out: list[tuple[str, str]] = []
+    for i in order:
+        q = samples[i].question
+        if q in seen:
+            continue
+        seen.add(q)
+        out.append((q, samples[i].content))
+        if len(out) == count:
+            break
+    return out
+
+
+def measure_recall(url: str, queries: list[tuple[str, str]], warmup: int, limit: int,
+                   progress: Progress) -> dict[str, Any]:
+    """Sequential recalls over one keep-alive connection: client wall time and the server's own."""
+    wall, server = Timing(), Timing()
+    found = 0
+    methods: set[str] = set()
+    with httpx.Client(base_url=url, timeout=60.0) as c:
+        for i, (q, expected) in enumerate(queries):
+            t0 = time.perf_counter()
+            resp = c.post("/api/memory/recall", json={"query": q, "limit": limit})
+            took = (time.perf_counter() - t0) * 1000
+            if resp.status_code != 200:
+                raise RuntimeError(f"recall answered {resp.status_code}: {resp.text[:300]}")
+            body = resp.json()
+            if i < warmup:
+                continue
+            wall.values_ms.append(took)
+            server.values_ms.append(float(body["took_ms"]))
+            methods.add(str(body["method"]))
+            found += any(r["content"] == expected for r in body["results"])
+            progress("recall over HTTP", i + 1 - warmup, len(queries) - warmup)
+    measured = len(wall.values_ms)
+    return {
+        **wall.summary(),
+        "server_took_ms": server.summary(),
+        "methods": sorted(methods),
+        "source_found_at_limit": round(found / measured, 4) if measured else 0.0,
+    }
+
+
+def measure_fts(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
+    """The raw FTS5 query alone: the MATCH expression recall sends, BM25 order, top ``pool``."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+    t = Timing()
+    rows = 0
+    try:
+        for q in queries:
+            match = recall_match_expression(q)
+            if match is None:
+                continue
+            t0 = time.perf_counter()
+            got = conn.execute(
+                "SELECT rowid, bm25(memories_fts) AS r FROM memories_fts WHERE memories_fts MATCH ? ORDER BY r LIMIT ?",
+                (match, pool),
+            ).fetchall()
+            t.values_ms.append((time.perf_counter() - t0) * 1000)
+            rows += len(got)
+    finally:
+        conn.close()
+    return {**t.summary(), "sqlite": str(sqlite3.sqlite_version), "mean_rows": round(rows / max(len(t.values_ms), 1), 1)}
+
+
+def load_matrix(db_path: Path) -> Vectors:
+    """Every live memory's vector, as the daemon's index holds them."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
+    try:
+        blobs = [r[0] for r in conn.execute(
+            "SELECT e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE m.is_deleted = 0"
+        )]
+    finally:
+        conn.close()
+    if not blobs:
+        return np.zeros((0, 384), dtype=np.float32)
+    dims = len(blobs[0]) // 4
+    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dims).copy()
+
+
+def measure_numpy(matrix: Vectors, qvecs: Vectors, k: int) -> dict[str, Any]:
+    """Brute-force cosine top-k alone: one matrix-vector product and a partial sort."""
+    t = Timing()
+    for q in qvecs:
+        t0 = time.perf_counter()
+        sims = matrix @ q
+        take = min(k, sims.size)
+        top = np.argpartition(-sims, take - 1)[:take]
+        top[np.argsort(-sims[top])]
+        t.values_ms.append((time.perf_counter() - t0) * 1000)
+    return {**t.summary(), "rows": int(matrix.shape[0]), "dims": int(matrix.shape[1]) if matrix.ndim == 2 else 0}
+
+
+def measure_embedding(queries: list[str]) -> tuple[dict[str, Any], Vectors]:
+    """The local query embedding alone (one text at a time, as recall does); returns the vectors too."""
+    from signet.embedding.local import LocalEmbedder
+
+    emb = LocalEmbedder()
+    emb.load()
+    emb.embed(["warm up"])
+    t = Timing()
+    rows = []
+    for q in queries:
+        t0 = time.perf_counter()
+        rows.append(emb.embed([q])[0])
+        t.values_ms.append((time.perf_counter() - t0) * 1000)
+    return t.summary(), np.stack(rows) if rows else np.zeros((0, 384), dtype=np.float32)
+
+
+async def _remember_load(port: int, bodies: list[bytes], concurrency: int,
+                         progress: Progress) -> tuple[float, list[float], int, list[str]]:
+    """Send every body as ``POST /api/memory/remember`` over ``concurrency`` keep-alive connections.
+
+    A deliberately small HTTP/1.1 client (pre-built requests, Content-Length framing), so the
+    load generator does not take the CPU the server is being measured on.
+    """
+    queue = list(reversed(bodies))
+    latencies: list[float] = []
+    errors: list[str] = []
+    accepted = 0
+    total = len(bodies)
+
+    async def worker() -> None:
+        nonlocal accepted
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        try:
+            while queue:
+                body = queue.pop()
+                head = (
+                    "POST /api/memory/remember HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                    f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n"
+                ).encode()
+                t0 = time.perf_counter()
+                writer.write(head + body)
+                status = await reader.readline()
+                length = 0
+                while True:
+                    line = await reader.readline()
+                    if line in (b"\r\n", b""):
+                        break
+                    name, _, value = line.partition(b":")
+                    if name.strip().lower() == b"content-length":
+                        length = int(value.strip())
+                payload = await reader.readexactly(length)
+                latencies.append((time.perf_counter() - t0) * 1000)
+                code = int(status.split()[1]) if len(status.split()) > 1 else 0
+                if code == 200:
+                    accepted += 1
+                elif len(errors) < 5:
+                    errors.append(f"{code}: {payload[:200].decode(errors='replace')}")
+                done = len(latencies)
+                if done % 100 == 0 or done == total:
+                    progress("remember over HTTP", done, total)
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+    started = time.perf_counter()
+    await asyncio.gather(*(worker() for _ in range(concurrency)))
+    return time.perf_counter() - started, latencies, accepted, errors
+
+
+def measure_remember(daemon: Daemon, samples: list[Sample], concurrency: int, progress: Progress) -> dict[str, Any]:
+    bodies = [
+        json.dumps({"content": s.content, "who": s.who, "project": s.project, "tags": list(s.tags)}).encode()
+        for s in samples
+    ]
+    cpu0, client0 = daemon.cpu_seconds(), time.process_time()
+    wall, lat, accepted, errors = asyncio.run(_remember_load(daemon.port, bodies, concurrency, progress))
+    cpu1, client1 = daemon.cpu_seconds(), time.process_time()
+    t = Timing(lat)
+    return {
+        "sent": len(bodies),
+        "accepted": accepted,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 3),
+        "accepted_per_s": round(accepted / wall, 1) if wall > 0 else 0.0,
+        "latency_ms": t.summary(),
+        "server_cpu_ms_per_remember": round((cpu1 - cpu0) * 1000 / max(len(bodies), 1), 3),
+        "client_cpu_ms_per_remember": round((client1 - client0) * 1000 / max(len(bodies), 1), 3),
+        "errors": errors,
+    }
+
+
+def _ratio(a: float, b: float) -> float:
+    return round(a / b, 2) if b > 0 else 0.0
+
+
+def machine() -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+        "sqlite": str(sqlite3.sqlite_version), "numpy": np.__version__,
+    }
+    with contextlib.suppress(ImportError):
+        import torch
+
+        info["torch"] = str(torch.__version__)
+    with contextlib.suppress(OSError):
+        info["load_avg_at_start"] = [round(x, 2) for x in os.getloadavg()]
+    return info
+
+
+def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
+    """Seed ``n`` memories, start a daemon on them, measure recall, baselines and remember throughput."""
+    all_samples = generate(n + opts.remembers, seed=opts.seed)
+    samples, fresh = all_samples[:n], all_samples[n:]
+    queries = pick_queries(samples, opts.queries + opts.warmup, opts.seed)
+    out: dict[str, Any] = {"memories": n}
+    with tempfile.TemporaryDirectory(prefix="signet-latency-") as tmp:
+        root = Path(tmp) / "ws"
+        t0 = time.perf_counter()
+        vectors, cached = seed_vectors(samples, opts.cache_dir, opts.seed, progress)
+        out["seed"] = {"vectors_from_cache": cached, "embed_s": round(time.perf_counter() - t0, 2)}
+        t0 = time.perf_counter()
+        seed_workspace(root, samples, vectors, progress)
+        out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
+        del vectors
+
+        t0 = time.perf_counter()
+        with run_daemon(root, opts.daemon_timeout) as daemon:
+            out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
+            out["recall"] = measure_recall(daemon.url, queries, opts.warmup, opts.recall_limit, progress)
+
+            texts = [q for q, _ in queries[opts.warmup :]]
+            embed, qvecs = measure_embedding(texts)
+            db_path = Workspace(root).database_path()
+            pool = 50
+            out["baselines"] = {
+                "fts5": measure_fts(db_path, texts, pool),
+                "numpy": measure_numpy(load_matrix(db_path), qvecs, opts.recall_limit),
+                "query_embedding": embed,
+            }
+            out["remember"] = measure_remember(daemon, fresh, opts.concurrency, progress)
+    rec, base = out["recall"], out["baselines"]
+    ratios: dict[str, float] = {}
+    for p in ("p50", "p95"):
+        brute = base["fts5"][p] + base["numpy"][p] + base["query_embedding"][p]
+        ratios[f"recall_over_fts5_{p}"] = _ratio(rec[p], base["fts5"][p])
+        ratios[f"recall_over_numpy_{p}"] = _ratio(rec[p], base["numpy"][p])
+        ratios[f"recall_over_brute_sum_{p}"] = _ratio(rec[p], brute)
+    out["ratios"] = ratios
+    out["targets"] = {
+        "recall_p95_under_40ms": rec["p95"] < 40.0,
+        "remember_at_least_500_per_s": out["remember"]["accepted_per_s"] >= 500.0,
+    }
+    return out
+
+
+def run(opts: LatencyOptions, progress: Progress = _noop) -> dict[str, Any]:
+    report: dict[str, Any] = {
+        "benchmark": "latency",
+        "started_at": datetime.now(UTC).isoformat(timespec="seconds"),
+        "machine": machine(),
+        "options": {k: (str(v) if isinstance(v, Path) else v) for k, v in opts.__dict__.items()},
+        "runs": [],
+    }
+    for n in opts.memories:
+        report["runs"].append(run_one(n, opts, progress))
+    return report
+
+
+def table(report: dict[str, Any]) -> Any:
+    """A Rich table of the report: one column per store size."""
+    from rich.table import Table
+
+    runs = report["runs"]
+    t = Table(title="signet bench latency (ms unless noted)")
+    t.add_column("")
+    for r in runs:
+        t.add_column(f"{r['memories']:,} memories", justify="right")
+
+    def row(label: str, get: Callable[[dict[str, Any]], Any]) -> None:
+        t.add_row(label, *(str(get(r)) for r in runs))
+
+    for p in ("p50", "p95", "p99"):
+        row(f"recall over HTTP {p}", lambda r, p=p: r["recall"][p])  # type: ignore[misc]
+    row("recall, server took_ms p95", lambda r: r["recall"]["server_took_ms"]["p95"])
+    row("source memory in results", lambda r: r["recall"]["source_found_at_limit"])
+    for name in ("fts5", "numpy", "query_embedding"):
+        for p in ("p50", "p95"):
+            row(f"{name} alone {p}", lambda r, n=name, p=p: r["baselines"][n][p])  # type: ignore[misc]
+    for key in ("recall_over_fts5_p95", "recall_over_numpy_p95", "recall_over_brute_sum_p50",
+                "recall_over_brute_sum_p95"):
+        row(f"ratio {key.removeprefix('recall_over_')}", lambda r, k=key: f"{r['ratios'][k]}x")  # type: ignore[misc]
+    row("remember accepted/s", lambda r: r["remember"]["accepted_per_s"])
+    row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
+    row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])
+    row("client CPU ms / remember", lambda r: r["remember"]["client_cpu_ms_per_remember"])
+    row("targets met", lambda r: "yes" if all(r["targets"].values()) else
+        "no: " + ", ".join(k for k, v in r["targets"].items() if not v))
+    return t

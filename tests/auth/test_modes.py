@@ -3,6 +3,7 @@ binding refused in local mode; once against a real uvicorn daemon."""
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from collections.abc import Callable
@@ -142,3 +143,58 @@ def test_real_daemon_hybrid_host_check(make_workspace: Callable[..., Workspace],
         assert r.status_code == 403 and r.json()["code"] == "host_not_allowed"
         assert c.get("/api/memories", headers=bearer("forged.token")).status_code == 401
     assert httpx.get(f"http://localhost:{d.port}/health", timeout=5).status_code == 200
+
+
+def _non_loopback_ipv4() -> str | None:
+    import socket
+
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    try:
+        s.connect(("10.255.255.255", 1))  # no packet is sent: this only picks the outgoing interface
+        ip = str(s.getsockname()[0])
+    except OSError:
+        return None
+    finally:
+        s.close()
+    return None if ip.startswith("127.") or ip == "0.0.0.0" else ip
+
+
+def test_real_daemon_on_a_second_address_remote_peer_needs_a_token(make_workspace: Callable[..., Workspace]) -> None:
+    """A real uvicorn daemon in hybrid mode on this machine's non-loopback address: requests
+    arrive from that address (not loopback), so ``Host: localhost`` does not make them local."""
+    import time
+
+    ip = _non_loopback_ipv4()
+    if ip is None:
+        pytest.skip("no non-loopback IPv4 address on this machine")
+    ws = _ws(make_workspace, "hybrid", allowedHosts=[ip])
+    port = free_port()
+    log = ws.root / "daemon-remote.log"
+    with log.open("ab") as fh:
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", ip, "--port", str(port)],
+            stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
+        )
+    try:
+        url = f"http://{ip}:{port}"
+        deadline = time.monotonic() + 30
+        while True:
+            assert proc.poll() is None, log.read_text()[-2000:]
+            try:
+                if httpx.get(f"{url}/health", timeout=0.5).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.05)
+        with httpx.Client(base_url=url, timeout=10) as c:
+            r = c.get("/api/memories", headers={"Host": "localhost"})
+            assert r.status_code == 401 and r.json() == {
+                "error": "authentication required: send Authorization: Bearer <token>", "code": "unauthorized"}
+            assert c.get("/api/auth/whoami").json()["local"] is False
+            assert c.get("/api/memories", headers=bearer(token_for(ws, "readonly"))).status_code == 200
+            assert c.post("/api/memory/remember", headers=bearer(token_for(ws, "readonly")),
+                          json={"content": "x"}).status_code == 403
+            assert c.get("/api/memories", headers={"Host": "evil.example"}).status_code == 403
+    finally:
+        proc.terminate()
+        proc.wait(timeout=20)

@@ -112,7 +112,7 @@ def test_agent_token_never_reads_anothers_private_memories(env: tuple[Workspace,
             assert c.delete(f"/api/memory/{mid}", headers=tok, params={"reason": "x"}).status_code == 404
         # writing as another agent is refused; a write without agent_id is the token's agent
         r = c.post("/api/memory/remember", headers=tok, json={"content": "impersonation", "agent_id": "alice"})
-        assert r.status_code == 403 and r.json()["code"] == "scope_mismatch"
+        assert r.status_code == 403 and r.json()["reason"] == "scope_mismatch"
         r = c.post("/api/memory/remember", headers=tok, json={"content": f"{reader} writes zebra log", "visibility": "private"})
         assert r.status_code == 200
         assert c.get(f"/api/memory/{r.json()['id']}", headers=tok).json()["agent_id"] == reader

@@ -56,9 +56,9 @@ def test_hybrid_remote_caller_with_host_localhost_gets_401(make_workspace: Calla
             assert local.get("/api/memories", headers=bearer(expired_token(ws))).status_code == 401
             # a foreign Host from a loopback peer (DNS rebinding) is refused
             r = local.get("/api/memories", headers={"Host": "evil.example:3850"})
-            assert r.status_code == 403 and r.json()["code"] == "host_not_allowed"
+            assert r.status_code == 403 and r.json()["reason"] == "host_not_allowed"
             r = local.get("/api/memories", headers={"Origin": "https://evil.example"})
-            assert r.status_code == 403 and r.json()["code"] == "origin_not_allowed"
+            assert r.status_code == 403 and r.json()["reason"] == "origin_not_allowed"
             assert "access-control-allow-origin" not in r.headers
     finally:
         rt.stop()
@@ -140,7 +140,7 @@ def test_real_daemon_hybrid_host_check(make_workspace: Callable[..., Workspace],
     with d.client() as c:
         assert c.get("/api/memories").status_code == 200  # loopback peer
         r = c.get("/api/memories", headers={"Host": "attacker.example"})
-        assert r.status_code == 403 and r.json()["code"] == "host_not_allowed"
+        assert r.status_code == 403 and r.json()["reason"] == "host_not_allowed"
         assert c.get("/api/memories", headers=bearer("forged.token")).status_code == 401
     assert httpx.get(f"http://localhost:{d.port}/health", timeout=5).status_code == 200
 

@@ -148,7 +148,7 @@ def test_matrix_wrong_scope(team: tuple[Workspace, Runtime, TestClient, str]) ->
         r = c.delete(f"/api/memory/{mid}", params={"reason": "wrong scope"}, headers=tok)
         assert r.status_code == 404
         r = c.post("/api/memory/recall", headers=tok, json={"query": "matrix seed memory", "project": "alpha"})
-        assert r.status_code == 403 and r.json()["code"] == "scope_mismatch"
+        assert r.status_code == 403 and r.json()["reason"] == "scope_mismatch"
         r = c.get("/api/memories", headers=tok, params={"project": "alpha"})
         assert r.status_code == 403
     # the right scope sees it

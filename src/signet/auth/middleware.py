@@ -62,10 +62,10 @@ class AuthMiddleware:
         client = scope.get("client")
         peer = str(client[0]) if client else None
         if not st.host_allowed(_header(scope, b"host"), peer):
-            raise Forbidden("Host header is not an allowed name for this daemon", code="host_not_allowed")
+            raise Forbidden("Host header is not an allowed name for this daemon", reason="host_not_allowed")
         origin = _header(scope, b"origin")
         if origin is not None and origin.rstrip('/') not in st.allowed_origins and not st.host_allowed(urlsplit(origin).netloc or origin, peer):
-            raise Forbidden("cross-origin requests are not accepted", code="origin_not_allowed")
+            raise Forbidden("cross-origin requests are not accepted", reason="origin_not_allowed")
 
         method = scope.get("method", "GET")
         permission, _template = route_permission(method, scope.get("path", "/"))
@@ -152,9 +152,9 @@ class AuthMiddleware:
             if item.get("project") is not None:
                 named_projects.append(str(item["project"]))
         if ts.agent is not None and any(a != ts.agent for a in named_agents):
-            raise Forbidden("the token's scope does not cover that agent", code="scope_mismatch")
+            raise Forbidden("the token's scope does not cover that agent", reason="scope_mismatch")
         if ts.project is not None and any(p != ts.project for p in named_projects):
-            raise Forbidden("the token's scope does not cover that project", code="scope_mismatch")
+            raise Forbidden("the token's scope does not cover that project", reason="scope_mismatch")
         path = scope.get("path", "")
         if path.startswith(FILL_OWNER) and isinstance(data, dict):
             targets = [i for i in items if i is not data] if path.endswith("/batch") else [data]

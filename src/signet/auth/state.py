@@ -12,7 +12,7 @@ from signet.auth.agents import Roster
 from signet.auth.ratelimit import RateLimiter
 from signet.auth.tokens import Claims, load_secret, token_id, verify
 from signet.config import Settings
-from signet.errors import Unauthorized
+from signet.errors import InvalidRequest, Unauthorized
 from signet.store.database import Database
 
 log = logging.getLogger(__name__)
@@ -105,7 +105,10 @@ class AuthState:
 
 def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -> Claims:
     """Add a (validly signed) token to the persistent revocation list."""
-    claims = verify(token, secret, now=0)  # an already-expired token may still be revoked
+    try:
+        claims = verify(token, secret, now=0)  # an already-expired token may still be revoked
+    except Unauthorized:
+        raise InvalidRequest("not a token signed by this workspace's secret") from None
     tid = token_id(token)
     db.write(
         lambda c: c.execute(

@@ -26,7 +26,7 @@ from signet.memory.scope import UNSCOPED, ReadScope
 
 AGENT_FIELDS = ("agent_id", "agentId")
 # Writes whose body may name an owner: a scoped token's project/agent is filled in when absent.
-FILL_OWNER = ("/api/memory/remember", "/api/hooks/")
+FILL_OWNER = ("/api/memory/remember", "/api/hooks/", "/api/ingest/")
 
 
 def _header(scope: Scope, name: bytes) -> str | None:

@@ -167,7 +167,7 @@ def test_real_daemon_on_a_second_address_remote_peer_needs_a_token(make_workspac
     ip = _non_loopback_ipv4()
     if ip is None:
         pytest.skip("no non-loopback IPv4 address on this machine")
-    ws = _ws(make_workspace, "hybrid", allowedHosts=[ip])
+    ws = _ws(make_workspace, "hybrid")  # the bind address is an allowed Host without configuring it
     port = free_port()
     log = ws.root / "daemon-remote.log"
     with log.open("ab") as fh:

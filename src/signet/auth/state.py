@@ -48,7 +48,7 @@ class AuthContext:
 
 
 class AuthState:
-    def __init__(self, settings: Settings, workspace_root: Any, db: Database) -> None:
+    def __init__(self, settings: Settings, workspace_root: Any, db: Database, bind_host: str | None = None) -> None:
         self.settings = settings
         self.mode: Mode = effective_mode(settings)
         self.root = workspace_root
@@ -59,6 +59,8 @@ class AuthState:
         self.roster_synced = False
         hosts = set(LOOPBACK_NAMES)
         hosts.add(settings.daemon.host.lower())
+        if bind_host:  # the address the daemon listens on (signet daemon --host)
+            hosts.add(bind_host.lower())
         hosts.update(h.lower() for h in settings.auth.allowed_hosts)
         self.allowed_hosts = frozenset(hosts)
         self.allowed_origins = frozenset(o.rstrip('/') for o in settings.auth.cors_origins)
@@ -122,7 +124,8 @@ def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -
 def auth_state(runtime: Any) -> AuthState:
     st = runtime.extras.get("auth")
     if not isinstance(st, AuthState):
-        st = AuthState(runtime.settings, runtime.workspace.root, runtime.db)
+        bind = runtime.extras.get("bind_host")
+        st = AuthState(runtime.settings, runtime.workspace.root, runtime.db, bind if isinstance(bind, str) else None)
         runtime.extras["auth"] = st
     if not st.roster_synced:
         st.sync_roster()

@@ -53,6 +53,7 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
     check_bind(host, ws.settings())  # local mode (no tokens) listens on loopback only
     configure_logging(ws, to_stderr=log_to_stderr)
     runtime = Runtime(ws)
+    runtime.extras["bind_host"] = host  # a name the Host header may carry (signet.auth)
 
     def stopped(_: Runtime) -> None:
         # uvicorn re-raises SIGTERM after shutdown, so a ``finally`` after run() may never

@@ -55,3 +55,8 @@ def test_latency_quick_report(tmp_path: Path) -> None:
     assert all(isinstance(v, bool) for v in run["targets"].values())
     # The vectors were cached: a second size reuses them as a prefix.
     assert list((tmp_path / "cache").glob("vectors-*-n120.npy"))
+
+
+def test_latency_rejects_tiny_store_sizes() -> None:
+    res = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "0"])
+    assert res.exit_code == 2 and "at least 10" in res.output

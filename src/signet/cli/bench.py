@@ -78,7 +78,10 @@ def latency_cmd(
 
     from signet.bench import latency
 
-    opts = latency.LatencyOptions(memories=[*memories, *(more or [])], queries=queries, concurrency=concurrency,
+    sizes = [*memories, *(more or [])]
+    if any(n < 10 for n in sizes):
+        raise typer.BadParameter("every store size must be at least 10", param_hint="--memories")
+    opts = latency.LatencyOptions(memories=sizes, queries=queries, concurrency=concurrency,
                                   remembers=remembers, cache_dir=cache_dir)
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)

@@ -109,8 +109,9 @@ def load(path: Path, *, limit_conversations: int | None = None, limit_questions:
 def ingest(rt: Runtime, conv: Conversation, project: str) -> dict[str, str]:
     """Store every turn; returns memory id -> dia_id (identical turns share one memory)."""
     reqs = [
+        # source_id = the session, as the harness hooks record a session's memories.
         RememberRequest(content=t.content, who=t.speaker or None, project=project, created_at=t.when,
-                        source_type="bench")
+                        source_type="bench", source_id=f"{project}:{t.dia_id.split(':')[0]}")
         for t in conv.turns
     ]
     owner: dict[str, str] = {}

@@ -51,8 +51,9 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
             content = str(turn.get("content", "")).strip()
             if not content:
                 continue
+            # source_id: an opaque per-session id (the real session ids never reach the store).
             reqs.append(RememberRequest(content=f"{turn.get('role', 'user')}: {content}"[:20000], project=project,
-                                        created_at=when, source_type="bench"))
+                                        created_at=when, source_type="bench", source_id=f"{project}:s{s_idx}"))
             session_of.append(str(sid))
     owner: dict[str, str] = {}
     ids: list[str] = []

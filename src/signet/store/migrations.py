@@ -22,6 +22,7 @@ from signet.auth.schema import AUTH_SCHEMA
 from signet.hooks.schema import HOOKS_SCHEMA
 from signet.mcp.feedback import FEEDBACK_SCHEMA
 from signet.pipeline.schema import PIPELINE_SCHEMA
+from signet.search.context import RECALL_SCHEMA
 from signet.store.sqlite import sqlite3
 
 
@@ -226,6 +227,7 @@ MIGRATIONS: list[Migration] = [
     Migration(4, "harness_hooks", HOOKS_SCHEMA),
     Migration(3, "pipeline", PIPELINE_SCHEMA),
     Migration(5, "mcp_feedback", FEEDBACK_SCHEMA),
+    Migration(6, "recall_context", RECALL_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -1,0 +1,59 @@
+"""Thread context index (migration 6) and the who-boost: real SQLite, every write path via triggers."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from signet.search.context import context_of, rebuild
+from signet.search.rank import boost_named, mentioned_who
+from signet.store.migrations import migrate
+from signet.store.sqlite import sqlite3
+
+
+def _db() -> Any:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    migrate(conn)
+    return conn
+
+
+def _add(conn: Any, n: int, content: str, source_id: str | None = "s1") -> int:
+    conn.execute(
+        "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at, source_type,"
+        " source_id, project) VALUES (?, ?, ?, ?, 't', 't', 'hook', ?, 'p')",
+        (f"m{n}", content, content, f"h{n}", source_id),
+    )
+    return int(conn.execute("SELECT seq FROM memories WHERE id = ?", (f"m{n}",)).fetchone()[0])
+
+
+def test_context_is_previous_turns_of_the_same_thread() -> None:
+    conn = _db()
+    seqs = [_add(conn, i, t) for i, t in enumerate(["road trip", "where did you go", "Woodhaven", "scenery", "bye"])]
+    other = _add(conn, 9, "unrelated", source_id=None)
+    assert context_of(conn, seqs[0]) == ""
+    assert set(str(context_of(conn, seqs[4])).split()) == {"scenery", "Woodhaven", "where", "did", "you", "go"}
+    assert context_of(conn, other) == ""
+    hits = [r[0] for r in conn.execute("SELECT rowid FROM memories_ctx_fts WHERE memories_ctx_fts MATCH 'road'")]
+    assert sorted(hits) == seqs[:4]
+
+
+def test_soft_delete_modify_recover_and_hard_delete_refresh_followers() -> None:
+    conn = _db()
+    seqs = [_add(conn, i, t) for i, t in enumerate(["secret", "b", "c", "d"])]
+    conn.execute("UPDATE memories SET is_deleted = 1 WHERE seq = ?", (seqs[0],))
+    assert all("secret" not in str(context_of(conn, s)) for s in seqs[1:])
+    conn.execute("UPDATE memories SET is_deleted = 0 WHERE seq = ?", (seqs[0],))
+    assert "secret" in str(context_of(conn, seqs[1]))
+    conn.execute("UPDATE memories SET content = 'changed' WHERE seq = ?", (seqs[0],))
+    assert "changed" in str(context_of(conn, seqs[2])) and "secret" not in str(context_of(conn, seqs[2]))
+    conn.execute("DELETE FROM memories WHERE seq = ?", (seqs[0],))
+    assert context_of(conn, seqs[0]) is None and context_of(conn, seqs[1]) == ""
+    assert rebuild(conn) == 3
+
+
+def test_who_boost() -> None:
+    assert mentioned_who("What did Caroline research?", {"Caroline", "Melanie", None}) == {"Caroline"}
+    assert mentioned_who("what did mary do", {"Mary Ann"}) == {"Mary Ann"}
+    scores = {"a": 0.5, "b": 0.5, "c": 0.95}
+    boosted = boost_named(scores, {"a": "Caroline", "b": "Melanie", "c": "Caroline"}, {"Caroline"})
+    assert boosted["a"] > boosted["b"] == 0.5 and boosted["c"] == 1.0
+    assert boost_named(scores, {}, set()) == scores

@@ -2,15 +2,19 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 
 from signet.config import EmbeddingSettings
+from signet.daemon.app import create_app
 from signet.embedding.base import EmbeddingError
 from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
 from signet.models import RecallRequest, RememberRequest
+from signet.sdk import AsyncSignetClient
 from signet.workspace import Workspace
 from tests.conftest import start_runtime, write_config
 from tests.core.fake_embedder import FakeEmbeddingServer
@@ -90,5 +94,56 @@ def test_unreachable_provider_is_loud(make_workspace: Callable[..., Workspace]) 
         assert "unreachable" in (out.vector_search.reason or "")
         st = rt.service.status(str(ws.root), str(rt.db_path))
         assert st.status == "degraded" and any("VECTOR SEARCH IS OFF" in w for w in st.warnings)
+    finally:
+        rt.stop()
+
+
+@pytest.mark.parametrize(("outage", "why"), [
+    ("down500", "HTTP 500"), ("garbage", "invalid JSON"), ("hang", "timed out"), ("refused", "unreachable"),
+])
+def test_recall_falls_back_to_keywords_when_the_query_embedding_fails(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace], outage: str, why: str
+) -> None:
+    """The provider was up at start-up and dies later: recall answers 200 with keyword hits, not 500.
+
+    Every route that recalls goes through the same path: POST /api/memory/recall, GET
+    /api/memory/search and the async SDK client the MCP tools call (over the real app).
+    """
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0})
+    rt = start_runtime(ws)
+    try:
+        orchard = rt.service.remember(RememberRequest(content="apples and pears grow in the orchard")).id
+        rt.service.remember(RememberRequest(content="the server room is cold"))
+        assert rt.embeddings.wait_idle(30)
+        healthy = rt.service.recall(RecallRequest(query="orchard apples"))
+        assert healthy.method == "hybrid" and healthy.results[0].id == orchard
+        if outage == "refused":
+            fake.server.shutdown()
+            fake.server.server_close()  # nothing listens on the port any more
+        else:
+            fake.mode = outage
+        app = create_app(rt, manage_runtime=False)
+
+        async def every_recall_route() -> list[dict[str, Any]]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
+                posted = await c.post("/api/memory/recall", json={"query": "pears in the orchard"})
+                got = await c.get("/api/memory/search", params={"q": "orchard pears"})
+                assert posted.status_code == 200, posted.text
+                assert got.status_code == 200, got.text
+            async with AsyncSignetClient("http://127.0.0.1:3850", transport=transport) as sdk:
+                via_sdk = await sdk.recall("which orchard has pears")
+            return [posted.json(), got.json(), via_sdk.model_dump()]
+
+        for out in asyncio.run(every_recall_route()):
+            assert out["method"] == "fts"
+            assert [r["id"] for r in out["results"]] == [orchard]
+            assert out["results"][0]["source"] == "fts"
+            state = out["vector_search"]
+            assert state["available"] is False
+            assert state["reason"].startswith("query embedding failed: ")
+            assert why in state["reason"] and state["reason"].endswith("; keyword results only")
     finally:
         rt.stop()

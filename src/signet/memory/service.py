@@ -225,7 +225,8 @@ class MemoryService:
             self._track_access([r.id for r in results])
         return RecallResponse(
             query=req.query, results=results, count=len(results), method=out.method,
-            vector_search=self._vector_state(), took_ms=round(out.took_ms, 3),
+            vector_search=self._vector_state((out.vector_available, out.vector_reason)),
+            took_ms=round(out.took_ms, 3),
         )
 
     def _track_access(self, ids: list[str]) -> None:
@@ -238,8 +239,9 @@ class MemoryService:
             )
         )
 
-    def _vector_state(self) -> VectorSearchState:
-        ok, reason = self.recaller.vector_state()
+    def _vector_state(self, observed: tuple[bool, str | None] | None = None) -> VectorSearchState:
+        """The embedder's state, or what one recall ``observed`` (its query embedding may have failed)."""
+        ok, reason = observed if observed is not None else self.recaller.vector_state()
         return VectorSearchState(
             available=ok, reason=reason, provider=self.settings.embedding.provider, model=self.settings.embedding.model
         )

@@ -11,7 +11,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from signet.embedding.base import EmbeddingError
 from signet.memory.scope import UNSCOPED, ReadScope
 from signet.memory.service import MemoryService
 from signet.models import RecallRequest
@@ -46,12 +45,9 @@ def find_candidates(
     exclude: set[str] | None = None,
 ) -> list[Candidate]:
     req = RecallRequest(query=fact.content, limit=limit + len(exclude or ()), track_access=False)
-    try:
-        res = service.recall(req, scope=scope)
-    except EmbeddingError:
-        # The embedder is failing: candidates from the keyword leg alone (alpha 0), as the
-        # decision still needs them; the recall path is the same.
-        res = service.recall(req.model_copy(update={"alpha": 0.0}), scope=scope)
+    # An embedder failing at query time does not raise here: recall falls back to its
+    # keyword leg itself (signet.search.recall), so the decision still gets candidates.
+    res = service.recall(req, scope=scope)
     out = [Candidate(r.id, r.content, float(r.score), bool(r.pinned)) for r in res.results
            if r.id not in (exclude or set())]
     return out[:limit]

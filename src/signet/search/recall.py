@@ -16,6 +16,7 @@ When vectors are unavailable the response says so and ``method`` is ``fts``.
 
 from __future__ import annotations
 
+import logging
 import threading
 import time
 from collections.abc import Callable
@@ -24,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from signet.config import Settings
+from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
 from signet.memory.filters import MemoryFilter
 from signet.memory.records import load_tags
@@ -35,6 +37,8 @@ from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 
 T = TypeVar("T")
+
+log = logging.getLogger(__name__)
 
 _POOL: ThreadPoolExecutor | None = None
 _POOL_LOCK = threading.Lock()
@@ -130,7 +134,16 @@ class Recaller:
             # (keyword hits first), so the ranking is exactly the sequential one.
             fts_job = _submit(lambda: self.db.read(lambda c: self._fts(
                 c, match, where, params, pool, context=alpha > 0, selective=flt.is_narrowing())), want_vec)
-        qvec = self.embeddings.embed_query(query) if want_vec else None
+        qvec = None
+        if want_vec:
+            try:
+                qvec = self.embeddings.embed_query(query)
+            except EmbeddingError as exc:
+                # A remote embedder failing at query time (down, timed out, answered
+                # nonsense) costs this recall its vector leg, not its answer: the keyword
+                # leg is already running and is consumed below; the response says why.
+                log.warning("query embedding failed, keyword results only: %s", exc)
+                vec_ok, reason = False, f"query embedding failed: {exc}; keyword results only"
         vec_hits = self._vector_pool(qvec, flt, where, params, pool) if qvec is not None else []
         if fts_job is not None:
             for mid, raw in fts_job.result():

@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 
+from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
+from signet.workspace import Workspace
+from tests.conftest import start_runtime
 
 
 def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtime: Runtime) -> None:
@@ -63,3 +69,49 @@ def test_fts_check_and_rebuild(api: TestClient, runtime: Runtime) -> None:
     assert api.post("/api/memory/recall", json={"query": "otters"}).json()["results"]
     gaps = api.get("/api/repair/embedding-gaps").json()
     assert gaps["provider"] == "local" and gaps["pending"] >= 0
+
+
+def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[..., Workspace]) -> None:
+    """Recall's keyword leg reads memories_ctx_fts; emptied, recall finds nothing until the repair.
+
+    No embedder, so recall is the keyword leg alone; the answer is only findable through its
+    thread context (the question one turn earlier), so a repair that restored content but not
+    context would still fail.
+    """
+    rt = start_runtime(make_workspace(embedding="none"))
+    app = create_app(rt, manage_runtime=False)
+    thread = {"source_type": "session", "source_id": "trip-chat"}
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
+            await c.post("/api/memory/remember", json={"content": "where did you go on your road trip?", **thread})
+            answer = (await c.post("/api/memory/remember",
+                                   json={"content": "Woodhaven, a small town in the Midwest", **thread})).json()["id"]
+
+            async def recalled() -> list[str]:
+                r = await c.post("/api/memory/recall", json={"query": "road trip"})
+                assert r.status_code == 200 and r.json()["method"] == "fts", r.text
+                return [hit["id"] for hit in r.json()["results"]]
+
+            assert answer in await recalled()
+            assert (await c.post("/api/repair/check-fts")).json() == {
+                "memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True, "rebuilt": False}
+
+            rt.db.write(lambda conn: conn.execute("DELETE FROM memories_ctx_fts"))
+            assert await recalled() == []
+            index = (await c.get("/api/diagnostics")).json()["domains"]["index"]
+            assert index["metrics"]["context_fts_rows"] == 0
+            assert any("thread-context FTS index has 0 rows" in f for f in index["findings"]), index
+            checked = (await c.post("/api/repair/check-fts")).json()
+            assert checked == {"memories": 2, "indexed": 2, "context_indexed": 0, "consistent": False,
+                               "rebuilt": False}
+            assert await recalled() == []  # checking alone repairs nothing
+
+            fixed = (await c.post("/api/repair/check-fts", json={"repair": True})).json()
+            assert fixed == {"memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True, "rebuilt": True}
+            assert answer in await recalled()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        rt.stop()

@@ -93,14 +93,20 @@ def index_domain(conn: Any, runtime: Runtime) -> Domain:
     d = Domain("index")
     memories = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
+    context_indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_ctx_fts_docsize"))
     active = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0"))
     embedded = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0 AND embedding_model = ?",
                            runtime.embeddings.model_key))
     coverage = embedded / active if active else 1.0
-    d.metrics = {"memories": memories, "fts_rows": indexed, "embedded": embedded, "active": active,
+    d.metrics = {"memories": memories, "fts_rows": indexed, "context_fts_rows": context_indexed,
+                 "embedded": embedded, "active": active,
                  "coverage": round(coverage, 4), "vector_index_rows": len(runtime.index)}
     if memories and abs(memories - indexed) / memories > 0.1:
         d.penalize(0.5, f"FTS index has {indexed} rows for {memories} memories; POST /api/repair/check-fts with repair")
+    if memories and abs(memories - context_indexed) / memories > 0.1:
+        # recall's keyword leg reads this index: when it drifts, keyword hits go missing
+        d.penalize(0.5, f"thread-context FTS index has {context_indexed} rows for {memories} memories; "
+                        "POST /api/repair/check-fts with repair")
     if runtime.embeddings.state != "disabled" and coverage < 0.8:
         d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
     return d

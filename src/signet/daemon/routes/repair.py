@@ -1,13 +1,14 @@
-"""Operator repair actions: retention sweep, FTS consistency, embedding gaps."""
+"""Operator repair actions: retention sweep, keyword index consistency, embedding gaps."""
 
 from __future__ import annotations
 
 from typing import Any
 
 from fastapi import APIRouter
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
+from signet.search import context
 from signet.store.sqlite import sqlite3
 
 router = APIRouter(tags=["repair"])
@@ -29,7 +30,9 @@ class FtsCheckRequest(BaseModel):
 
 class FtsCheckResponse(BaseModel):
     memories: int
-    indexed: int
+    indexed: int = Field(description="rows in memories_fts (content only: the legacy keyword-only search)")
+    context_indexed: int = Field(
+        description="rows in memories_ctx_fts (content + thread context: recall's keyword leg)")
     consistent: bool
     rebuilt: bool
 
@@ -49,27 +52,39 @@ def retention_sweep(runtime: RuntimeDep) -> SweepResponse:
 
 @router.post("/api/repair/check-fts", response_model=FtsCheckResponse)
 def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCheckResponse:
-    """Compare the FTS index with the memories table; ``repair`` rebuilds it when they differ."""
+    """Compare both keyword indexes with the memories table; ``repair`` rebuilds them when they differ.
 
-    def count(conn: Any) -> tuple[int, int, bool]:
+    Both are rebuilt together, in one write: recall's keyword leg reads ``memories_ctx_fts``
+    and the legacy keyword-only search reads ``memories_fts``, and a repair that fixed one
+    while leaving the other broken would leave recall answering differently by route.
+    """
+
+    def count(conn: Any) -> tuple[int, int, int, bool]:
         memories = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
         indexed = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+        context_indexed = conn.execute("SELECT COUNT(*) FROM memories_ctx_fts_docsize").fetchone()[0]
         try:
             conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+            conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('integrity-check')")
             ok = True
         except sqlite3.DatabaseError:  # FTS5 reports a corrupt or drifted index this way
             ok = False
-        return int(memories), int(indexed), ok
+        return int(memories), int(indexed), int(context_indexed), ok
 
-    memories, indexed, ok = runtime.db.write(count)
-    consistent = ok and memories == indexed
+    def rebuild(conn: Any) -> int:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        return context.rebuild(conn)
+
+    memories, indexed, context_indexed, ok = runtime.db.write(count)
+    consistent = ok and memories == indexed == context_indexed
     rebuilt = False
     if not consistent and body is not None and body.repair:
-        runtime.db.write(lambda c: c.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')"))
+        runtime.db.write(rebuild)
         rebuilt = True
-        memories, indexed, ok = runtime.db.write(count)
-        consistent = ok and memories == indexed
-    return FtsCheckResponse(memories=memories, indexed=indexed, consistent=consistent, rebuilt=rebuilt)
+        memories, indexed, context_indexed, ok = runtime.db.write(count)
+        consistent = ok and memories == indexed == context_indexed
+    return FtsCheckResponse(memories=memories, indexed=indexed, context_indexed=context_indexed,
+                            consistent=consistent, rebuilt=rebuilt)
 
 
 @router.get("/api/repair/embedding-gaps", response_model=EmbeddingGapsResponse)

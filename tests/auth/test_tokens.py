@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
+from signet.auth.state import auth_state
 from signet.auth.tokens import issue, load_secret, secret_path, verify
 from signet.daemon.app import create_app
 from signet.errors import InvalidRequest, Unauthorized
@@ -74,13 +75,25 @@ def test_expiry_is_honoured(make_workspace: Callable[..., Workspace]) -> None:
     assert verify(tok, secret, now=1059.0) == claims
     with pytest.raises(Unauthorized):
         verify(tok, secret, now=1060.0)
-    short = token_for(ws, "agent", ttl=1)
+    # Through the real app: the same token is accepted up to its last second and refused from
+    # its expiry on. The daemon's clock is moved, not slept through, so a slow start under load
+    # cannot expire the token before its first request.
+    issued = time.time()
+    short = token_for(ws, "agent", ttl=60, now=issued)
     rt = start_runtime(ws)
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost", client=("10.9.9.9", 1)) as c:
+            st = auth_state(rt)
+            st.clock = lambda: issued + 59
             assert c.get("/api/memories", headers=bearer(short)).status_code == 200
-            time.sleep(1.1)
-            assert c.get("/api/memories", headers=bearer(short)).status_code == 401
+            st.clock = lambda: issued + 60
+            expired = c.get("/api/memories", headers=bearer(short))
+            assert expired.status_code == 401
+            assert expired.json() == {"error": "invalid or expired token", "code": "unauthorized"}
+            # and on the wall clock: a token whose expiry passed before the daemon started
+            st.clock = time.time
+            assert c.get("/api/memories", headers=bearer(token_for(ws, "agent", ttl=60, now=issued - 61))).status_code == 401
+            assert c.get("/api/memories", headers=bearer(token_for(ws, "agent", ttl=3600))).status_code == 200
     finally:
         rt.stop()
 

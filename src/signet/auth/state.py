@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import logging
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
@@ -56,6 +57,9 @@ class AuthState:
         self.roster = Roster(settings)
         self.limiter = RateLimiter(settings.auth.rate_limits)
         self._secret: bytes | None = None
+        # Seconds since the epoch, for token expiry: a test moves this clock past a token's
+        # expiry instead of sleeping through it (a sleep loses the race on a loaded machine).
+        self.clock: Callable[[], float] = time.time
         self.roster_synced = False
         hosts = set(LOOPBACK_NAMES)
         hosts.add(settings.daemon.host.lower())
@@ -97,7 +101,7 @@ class AuthState:
         return name == "testserver" and peer == "testclient"
 
     def authenticate(self, token: str) -> Claims:
-        claims = verify(token, self.secret)
+        claims = verify(token, self.secret, now=self.clock())
         tid = token_id(token)
         revoked = self.db.read(lambda c: c.execute("SELECT 1 FROM auth_revocations WHERE token_id=?", (tid,)).fetchone())
         if revoked is not None:

@@ -2,13 +2,20 @@
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Callable
 from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
 
+from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
 from signet.hooks.budget import estimate_tokens
+from signet.hooks.transcripts import transcript_file, write_transcript
+from signet.workspace import Workspace
+from tests.conftest import start_runtime
 
 CORPUS = [
     "The user prefers PostgreSQL over MySQL for new projects.",
@@ -136,6 +143,34 @@ def test_session_end_keeps_transcript_handoff_and_queues_extraction(api: TestCli
     nxt = post(api, "session-start", harness="claude-code", session_id="s-2", project="billing")
     assert nxt["handoff_id"] == out["handoff_id"]
     assert "Last session" in nxt["context"] and "invoice exporter" in nxt["context"]
+
+
+def test_queued_extractions_get_the_configured_max_attempts(make_workspace: Callable[..., Workspace]) -> None:
+    """Every path that queues an extract job outside the pipeline (session-end, transcript
+    ingest, recovery of a transcript kept while the daemon was down) uses ``maxAttempts``."""
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {"maxAttempts": 7, "workers": 0}})
+    offline = [{"role": "user", "content": "the deploy key rotates monthly", "timestamp": "2025-03-01T09:00:00Z"}]
+    write_transcript(transcript_file(ws.root, "codex", "offline-1"), "codex:offline-1", offline)
+    rt = start_runtime(ws)  # recovers the offline transcript and queues its extraction
+    app = create_app(rt, manage_runtime=False)
+
+    async def queue_the_others() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
+            end = await c.post("/api/hooks/session-end", json={
+                "harness": "claude-code", "session_id": "s-7", "project": "billing", "turns": TURNS})
+            assert end.status_code == 200 and end.json()["job_id"], end.text
+            ingested = await c.post("/api/ingest/transcript", json={
+                "path": "/x/chat.jsonl", "content_hash": "b" * 64, "adapter": "jsonl", "session_id": "i-1",
+                "turns": [{"role": "user", "content": "invoices go out on the 1st"}]})
+            assert ingested.status_code == 200 and ingested.json()["job_id"], ingested.text
+
+    try:
+        asyncio.run(queue_the_others())
+        jobs = rt.db.read(lambda conn: sorted(tuple(r) for r in conn.execute(
+            "SELECT json_extract(payload, '$.source'), max_attempts FROM memory_jobs WHERE job_type = 'extract'")))
+        assert jobs == [("ingest", 7), ("ingest", 7), ("session_transcript", 7)]
+    finally:
+        rt.stop()
 
 
 def test_session_end_without_turns_stores_nothing(api: TestClient, runtime: Runtime) -> None:

@@ -54,7 +54,8 @@ class Runtime:
         self.embeddings.start()
         self.retention.start()
         self.watcher.start()
-        recover_transcripts(self.db, self.workspace.root, enqueue=self.settings.memory.pipeline.enabled)
+        pipeline = self.settings.memory.pipeline
+        recover_transcripts(self.db, self.workspace.root, enqueue=pipeline.enabled, max_attempts=pipeline.max_attempts)
         for fn in self.on_start:
             fn(self)
         self._running = True

@@ -36,7 +36,7 @@ def session_key_of(path: Path) -> str | None:
     return key if isinstance(key, str) and ":" in key else None
 
 
-def recover(db: Database, root: Path, *, enqueue: bool) -> int:
+def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int) -> int:
     """Store the kept transcripts the database does not have; returns how many were stored."""
     files = pending_transcripts(root)
     if not files:
@@ -62,6 +62,7 @@ def recover(db: Database, root: Path, *, enqueue: bool) -> int:
         out = ingest_transcript(
             db, content_hash=file_hash(path.read_bytes()), path=str(path), adapter=JSONL.name, turns=parsed.turns,
             session_id=session_id, harness=harness, project=None, agent_id="default", enqueue=enqueue,
+            max_attempts=max_attempts,
         )
         stored += out.status == "stored"
     if stored:

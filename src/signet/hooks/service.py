@@ -76,7 +76,7 @@ def last_exchanges(turns: list[Turn], n: int, max_chars: int = 600) -> str:
 class HookService:
     def __init__(
         self, db: Database, memory: MemoryService, settings: HooksSettings, workspace_root: Path,
-        *, session_budget: int = 2000, pipeline_enabled: bool = True,
+        *, session_budget: int = 2000, pipeline_enabled: bool = True, max_attempts: int,
     ) -> None:
         self.db = db
         self.memory = memory
@@ -85,6 +85,8 @@ class HookService:
         """Default session-start budget in tokens (``memory.session_budget``; 0 turns it off)."""
         self.root = workspace_root
         self.pipeline_enabled = pipeline_enabled
+        self.max_attempts = max_attempts
+        """Attempts each queued extraction job gets (``memory.pipelineV2.maxAttempts``)."""
         self.summarizer: Summarizer | None = None
         """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
 
@@ -267,7 +269,7 @@ class HookService:
                 job = store.enqueue_extraction(conn, {
                     "source": "session_transcript", "session_key": key, "harness": req.harness,
                     "project": req.project, "agent_id": agent, "transcript_path": str(path),
-                })
+                }, max_attempts=self.max_attempts)
             return hid, job
 
         hid, job = self.db.write(write)

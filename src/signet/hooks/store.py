@@ -126,8 +126,11 @@ def latest_handoff(conn: Any, *, project: str | None, agent_id: str, exclude_key
     ).fetchone()
 
 
-def enqueue_extraction(conn: Any, payload: dict[str, Any], *, max_attempts: int = 3) -> str:
+def enqueue_extraction(conn: Any, payload: dict[str, Any], *, max_attempts: int) -> str:
     """A pending ``extract`` job in ``memory_jobs`` for the pipeline worker to lease.
+
+    ``max_attempts`` is the pipeline's ``maxAttempts`` setting; it has no default here so no
+    caller can quietly queue jobs with a retry budget other than the configured one.
 
     Transcript jobs carry ``session_key`` (no ``memory_id``): the worker reads the turns
     from ``transcript_turns``. One pending job per transcript: a re-sent session replaces

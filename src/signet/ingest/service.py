@@ -29,8 +29,10 @@ def ingest_session_key(*, harness: str | None, adapter: str, session_id: str | N
 
 def ingest_transcript(
     db: Database, *, content_hash: str, path: str, adapter: str, turns: list[Turn], session_id: str | None,
-    harness: str | None, project: str | None, agent_id: str, enqueue: bool,
+    harness: str | None, project: str | None, agent_id: str, enqueue: bool, max_attempts: int,
 ) -> IngestOutcome:
+    """Store the transcript unless this exact file was stored before; with ``enqueue``, queue
+    its extraction with ``max_attempts`` (the pipeline's ``maxAttempts``)."""
     key = ingest_session_key(harness=harness, adapter=adapter, session_id=session_id, path=path)
 
     def write(conn: Any) -> IngestOutcome:
@@ -50,7 +52,7 @@ def ingest_transcript(
             job = store.enqueue_extraction(conn, {
                 "source": "ingest", "session_key": key, "harness": harness or adapter, "project": project,
                 "agent_id": agent_id, "path": path,
-            })
+            }, max_attempts=max_attempts)
         return IngestOutcome("stored", key, len(turns), job)
 
     result: IngestOutcome = db.write(write)

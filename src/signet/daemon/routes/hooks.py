@@ -40,6 +40,7 @@ def hook_service(runtime: Runtime) -> HookService:
             runtime.db, runtime.service, runtime.settings.hooks, runtime.workspace.root,
             session_budget=runtime.settings.memory.session_budget,
             pipeline_enabled=runtime.settings.memory.pipeline.enabled,
+            max_attempts=runtime.settings.memory.pipeline.max_attempts,
         )
         runtime.extras["hooks"] = svc
     return svc

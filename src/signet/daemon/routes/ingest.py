@@ -51,5 +51,6 @@ def ingest(body: IngestRequest, runtime: RuntimeDep, scope: ScopeDep) -> IngestR
         runtime.db, content_hash=body.content_hash, path=body.path, adapter=body.adapter, turns=turns,
         session_id=body.session_id, harness=body.harness, project=body.project,
         agent_id=body.agent_id or scope.agent_id, enqueue=runtime.settings.memory.pipeline.enabled,
+        max_attempts=runtime.settings.memory.pipeline.max_attempts,
     )
     return IngestResponse(status=out.status, session_key=out.session_key, turns=out.turns, job_id=out.job_id)

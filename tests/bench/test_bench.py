@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
 
 from signet.bench import locomo, longmemeval
+from signet.bench.harness import bench_runtime
 from signet.bench.metrics import all_at, hit_at, mrr, ndcg_at, percentile, recall_at
 from signet.cli.main import app
 
@@ -110,3 +112,43 @@ def test_locomo_slice() -> None:
     rep = locomo.run(LOCOMO, embedding="none", limit_conversations=1, limit_questions=40)
     assert rep.questions > 30
     assert rep.overall["recall@10"] > 0.3
+
+
+def test_cli_longmemeval_out_file_has_the_documented_shape(tmp_path: Path) -> None:
+    out_file = tmp_path / "results.jsonl"
+    res = CliRunner().invoke(app, ["bench", "longmemeval", str(_lme_file(tmp_path)), "--embedding", "none",
+                                   "--out", str(out_file), "--json"])
+    assert res.exit_code == 0, res.output
+    assert json.loads(res.output)["questions"] == 2
+    rows = [json.loads(line) for line in out_file.read_text().splitlines()]
+    assert [r["question_id"] for r in rows] == ["q1", "q2"]  # the abstention question is left out
+    assert all(set(r) == {"question_id", "question_type", "ranked_session_ids"} for r in rows)
+    # Original session ids, distinct, best first: each question's own answer session leads.
+    assert rows[0]["ranked_session_ids"][0] == "answer_s1" and rows[1]["ranked_session_ids"][0] == "s2"
+    assert all(len(r["ranked_session_ids"]) == len(set(r["ranked_session_ids"])) for r in rows)
+
+
+def test_longmemeval_recalls_at_the_question_date(tmp_path: Path) -> None:
+    items = json.loads(_lme_file(tmp_path).read_text())[:1]
+    items[0]["question_date"] = "2023/05/01 (Mon) 12:00"  # before the soup session of 05/02
+    items[0]["question"] = "lentil soup recipe"
+    items[0]["answer_session_ids"] = ["s2"]
+    path = tmp_path / "early.json"
+    path.write_text(json.dumps(items))
+    rows: list[dict[str, Any]] = []
+    with bench_runtime("none") as rt:
+        rep = longmemeval.evaluate(items, rt, rankings=rows)
+    assert "s2" not in rows[0]["ranked_session_ids"] and rep["overall"]["recall_any@10"] == 0.0
+
+
+def test_cli_rejects_a_file_in_the_wrong_layout(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"not": "a list"}))
+    res = CliRunner().invoke(app, ["bench", "longmemeval", str(bad), "--embedding", "none"])
+    assert res.exit_code == 2 and "not a LongMemEval file" in res.output
+
+
+def test_progress_is_reported(tmp_path: Path) -> None:
+    seen: dict[str, tuple[int, int]] = {}
+    locomo.run(_locomo_file(tmp_path), embedding="none", progress=lambda t, d, n: seen.__setitem__(t, (d, n)))
+    assert seen["store conversations"] == (1, 1) and seen["questions"] == (3, 3)

@@ -9,7 +9,7 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -17,6 +17,13 @@ import yaml
 
 from signet.daemon.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
+
+Progress = Callable[[str, int, int], None]
+"""``progress(task, done, total)``: the CLI draws Rich bars from it; the library prints nothing."""
+
+
+def no_progress(task: str, done: int, total: int) -> None:
+    """The default :data:`Progress`: report nothing."""
 
 
 @contextmanager
@@ -43,9 +50,17 @@ def bench_runtime(embedding: str = "local", root: Path | None = None) -> Iterato
             rt.stop()
 
 
-def wait_vectors(rt: Runtime, timeout: float = 1800.0) -> None:
+def wait_vectors(rt: Runtime, timeout: float = 1800.0, progress: Progress = no_progress) -> None:
     """Wait until every ingested memory has its vector (no-op without an embedder)."""
     if rt.settings.embedding.provider == "none":
         return
-    if not rt.embeddings.wait_idle(timeout=timeout):
+    total = rt.embeddings.pending_count()
+    deadline = time.monotonic() + timeout
+    while total and time.monotonic() < deadline:
+        # Short waits so the bar moves; wait_idle itself wakes the background embedder.
+        if rt.embeddings.wait_idle(timeout=1.0):
+            break
+        progress("embed memories", max(total - rt.embeddings.pending_count(), 0), total)
+    if not rt.embeddings.wait_idle(timeout=max(deadline - time.monotonic(), 0.1)):
         raise RuntimeError(f"embeddings did not finish: {rt.embeddings.pending_count()} pending")
+    progress("embed memories", total, total)

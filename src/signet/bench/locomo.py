@@ -15,7 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from signet.bench.harness import bench_runtime, wait_vectors
+from signet.bench.harness import Progress, bench_runtime, no_progress, wait_vectors
 from signet.bench.metrics import all_at, hit_at, mrr, percentile, recall_at
 from signet.daemon.runtime import Runtime
 from signet.models import RecallRequest, RememberRequest
@@ -122,23 +122,29 @@ def ingest(rt: Runtime, conv: Conversation, project: str) -> dict[str, str]:
     return owner
 
 
-def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10) -> Report:
+def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
+             progress: Progress = no_progress) -> Report:
     rep = Report(conversations=len(conversations))
     owners: list[dict[str, str]] = []
     started = time.perf_counter()
     for i, conv in enumerate(conversations):
         owners.append(ingest(rt, conv, f"locomo-{i}"))
         rep.turns += len(conv.turns)
+        progress("store conversations", i + 1, len(conversations))
     rep.ingest_s = round(time.perf_counter() - started, 3)
     started = time.perf_counter()
-    wait_vectors(rt)
+    wait_vectors(rt, progress=progress)
     rep.embed_s = round(time.perf_counter() - started, 3)
 
     sums: dict[str, dict[str, float]] = {}
     counts: dict[str, int] = {}
     took: list[float] = []
+    n_questions = sum(len(c.questions) for c in conversations)
+    asked = 0
     for i, conv in enumerate(conversations):
         for q in conv.questions:
+            asked += 1
+            progress("questions", asked, n_questions)
             gold = set(q.evidence)
             if not gold:
                 rep.skipped_no_evidence += 1
@@ -173,7 +179,7 @@ def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10)
 
 
 def run(path: Path, *, embedding: str = "local", limit_conversations: int | None = None,
-        limit_questions: int | None = None) -> Report:
+        limit_questions: int | None = None, progress: Progress = no_progress) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
     with bench_runtime(embedding) as rt:
-        return evaluate(conversations, rt)
+        return evaluate(conversations, rt, progress=progress)

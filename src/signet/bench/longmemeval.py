@@ -16,7 +16,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from signet.bench.harness import bench_runtime, wait_vectors
+from signet.bench.harness import Progress, bench_runtime, no_progress, wait_vectors
 from signet.bench.metrics import dedupe, ndcg_at, percentile
 from signet.daemon.runtime import Runtime
 from signet.models import RecallRequest, RememberRequest
@@ -64,8 +64,9 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
             ids.append(mem.id)
     wait_vectors(rt)
     t0 = time.perf_counter()
+    # Asked at its own date: nothing stored after the question may answer it.
     res = rt.service.recall(RecallRequest(query=str(item["question"]), limit=RECALL_DEPTH, project=project,
-                                          track_access=False))
+                                          until=parse_date(item.get("question_date")), track_access=False))
     took = (time.perf_counter() - t0) * 1000
     ranked = dedupe([owner[r.id] for r in res.results if r.id in owner])
     for mid in dict.fromkeys(ids):
@@ -73,7 +74,9 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
     return ranked, {str(s) for s in item.get("answer_session_ids", [])}, took
 
 
-def evaluate(items: list[dict[str, Any]], rt: Runtime) -> dict[str, Any]:
+def evaluate(items: list[dict[str, Any]], rt: Runtime, *, progress: Progress = no_progress,
+             rankings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+    """Score every non-abstention question; with ``rankings``, append each question's ranked sessions."""
     sums: dict[str, float] = {}
     per_type: dict[str, dict[str, float]] = {}
     took: list[float] = []
@@ -81,10 +84,15 @@ def evaluate(items: list[dict[str, Any]], rt: Runtime) -> dict[str, Any]:
     n_scored = 0
     started = time.perf_counter()
     for n, item in enumerate(items):
+        progress("questions", n + 1, len(items))
         if str(item.get("question_id", "")).endswith("_abs"):
             skipped += 1
             continue
         ranked, gold, ms = _one(rt, n, item)
+        if rankings is not None:
+            rankings.append({"question_id": str(item.get("question_id", n)),
+                             "question_type": str(item.get("question_type", "unknown")),
+                             "ranked_session_ids": ranked})
         if not gold:
             skipped += 1
             continue
@@ -111,9 +119,26 @@ def evaluate(items: list[dict[str, Any]], rt: Runtime) -> dict[str, Any]:
     }
 
 
-def run(path: Path, *, embedding: str = "local", limit: int | None = None) -> dict[str, Any]:
+def run(path: Path, *, embedding: str = "local", limit: int | None = None, out: Path | None = None,
+        progress: Progress = no_progress) -> dict[str, Any]:
+    """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
     items = json.loads(path.read_text())
     if not isinstance(items, list):
         raise ValueError("a LongMemEval file is a JSON list of questions")
+    rankings: list[dict[str, Any]] = []
     with bench_runtime(embedding) as rt:
-        return evaluate(items[:limit], rt)
+        report = evaluate(items[:limit], rt, progress=progress, rankings=rankings)
+    if out is not None:
+        write_rankings(out, rankings)
+    return report
+
+
+def write_rankings(path: Path, rankings: list[dict[str, Any]]) -> None:
+    """JSON Lines: ``{"question_id", "question_type", "ranked_session_ids"}`` per question.
+
+    ``ranked_session_ids`` are the original (distinct) session ids in rank order, up to the
+    recall depth, so every metric can be recomputed from this file and the data set alone.
+    """
+    with path.open("w", encoding="utf-8") as fh:
+        for row in rankings:
+            fh.write(json.dumps(row) + "\n")

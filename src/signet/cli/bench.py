@@ -6,6 +6,8 @@ Heavy imports (torch via the embedder) happen only when a benchmark runs.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -30,18 +32,44 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
             typer.echo(f"{key}: {value}")
 
 
+@contextmanager
+def _bars() -> Iterator[Callable[[str, int, int], None]]:
+    """A Rich progress display on stderr, driven by the benchmarks' ``progress(task, done, total)``."""
+    from rich.console import Console
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                  console=Console(stderr=True), transient=True) as bar:
+        tasks: dict[str, Any] = {}
+
+        def progress(name: str, done: int, total: int) -> None:
+            if name not in tasks:
+                tasks[name] = bar.add_task(name, total=total)
+            bar.update(tasks[name], completed=done, total=total)
+
+        yield progress
+
+
 @bench_app.command("locomo")
 def locomo_cmd(
     path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="locomo10.json")],
     embedding: Annotated[str, typer.Option(help="Embedding provider (local, none, ...).")] = "local",
     conversations: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
     questions: Annotated[int | None, typer.Option(help="Only the first N questions per conversation.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LoCoMo: recall@5/10, hit, all, MRR per category, recall latency and ingest time."""
     from signet.bench import locomo
 
-    rep = locomo.run(path, embedding=embedding, limit_conversations=conversations, limit_questions=questions)
+    try:
+        with _bars() as progress:
+            rep = locomo.run(path, embedding=embedding, limit_conversations=conversations,
+                             limit_questions=questions, progress=progress)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise typer.BadParameter(f"not a LoCoMo file: {exc}", param_hint="PATH") from exc
+    if out is not None:
+        out.write_text(json.dumps(rep.as_dict(), indent=2) + "\n")
     _print(rep.as_dict(), as_json)
 
 
@@ -49,13 +77,19 @@ def locomo_cmd(
 def longmemeval_cmd(
     path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="LongMemEval JSON (list of questions)")],
     embedding: Annotated[str, typer.Option()] = "local",
-    limit: Annotated[int | None, typer.Option(help="Only the first N questions.")] = None,
+    limit: Annotated[int | None, typer.Option("--limit", "--questions", help="Only the first N questions.")] = None,
+    out: Annotated[Path | None, typer.Option(
+        help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
     from signet.bench import longmemeval
 
-    rep = longmemeval.run(path, embedding=embedding, limit=limit)
+    try:
+        with _bars() as progress:
+            rep = longmemeval.run(path, embedding=embedding, limit=limit, out=out, progress=progress)
+    except (ValueError, KeyError, TypeError) as exc:
+        raise typer.BadParameter(f"not a LongMemEval file: {exc}", param_hint="PATH") from exc
     _print(rep, as_json)
 
 
@@ -74,7 +108,6 @@ def latency_cmd(
 ) -> None:
     """Latency over HTTP: recall p50/p95/p99 and remember/s vs raw FTS5 and numpy baselines."""
     from rich.console import Console
-    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
     from signet.bench import latency
 
@@ -85,16 +118,7 @@ def latency_cmd(
                                   remembers=remembers, cache_dir=cache_dir)
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
-    console = Console(stderr=True)
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=console, transient=True) as bar:
-        tasks: dict[str, Any] = {}
-
-        def progress(name: str, done: int, total: int) -> None:
-            if name not in tasks:
-                tasks[name] = bar.add_task(name, total=total)
-            bar.update(tasks[name], completed=done, total=total)
-
+    with _bars() as progress:
         report = latency.run(opts, progress)
     if out is not None:
         out.write_text(json.dumps(report, indent=2) + "\n")

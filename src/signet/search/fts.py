@@ -9,6 +9,7 @@ column filters, ``*`` and unicode are all plain words.
 from __future__ import annotations
 
 import re
+from collections.abc import Collection
 
 _WORD = re.compile(r"\w+", re.UNICODE)
 
@@ -67,9 +68,16 @@ def prefix_term(term: str) -> str:
     return quoted + "*" if len(term) >= 4 and not term.isdigit() else quoted
 
 
-def recall_match_expression(text: str) -> str | None:
-    """The MATCH expression recall uses: content words as stem prefixes, OR-ed."""
+def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None:
+    """The MATCH expression recall uses: content words as stem prefixes, OR-ed.
+
+    ``drop`` removes terms (recall passes the names of people who said stored memories:
+    their lines are reached by the who-boost, and as keywords a speaker's name matches every
+    line that starts with it). When dropping would leave nothing, every term is kept.
+    """
     terms = query_terms(text)
+    kept = [t for t in terms if t not in drop]
+    terms = kept or terms
     if not terms:
         return None
     return " OR ".join(prefix_term(t) for t in terms)

@@ -1,4 +1,7 @@
-"""Query-side adjustments to fused recall scores (entity names), kept pure for unit tests.
+"""Query-side adjustments to fused recall scores, kept pure for unit tests.
+
+Each is a small multiplicative nudge on the fused score, measured on LoCoMo with the
+conversations split in two halves that both had to gain (docs/benchmarks.md).
 
 Who said it. A question about a person ("what did Caroline research?") is mostly about what
 that person said or did, so memories whose ``who`` is a name the query mentions get their
@@ -14,7 +17,24 @@ from collections.abc import Iterable, Mapping
 
 WHO_BOOST = 0.2
 
+QUESTION_PENALTY = 0.1
+"""A memory that is itself a question ("seen any good movies lately?") asks, it does not
+tell: embeddings put questions next to questions, so such lines crowd out the answer.
+Their score is multiplied by ``1 - QUESTION_PENALTY``."""
+
+WHEN_BOOST = 0.2
+"""A "when ...?" question wants the memory that anchors the event in time ("I went to the
+support group *yesterday*"); memories with a time expression get ``x (1 + WHEN_BOOST)``.
+The anchor is read against the memory's own ``created_at`` by whoever answers."""
+
 _WORD = re.compile(r"\w+", re.UNICODE)
+_ASKS_WHEN = re.compile(r"^\W*(when|how long ago|what (year|month|day|date|time))\b", re.IGNORECASE)
+_TIME_WORDS = re.compile(
+    r"\b(yesterday|today|tonight|tomorrow|last|next|ago|recently|earlier|weekend|week|month|year"
+    r"|monday|tuesday|wednesday|thursday|friday|saturday|sunday|january|february|march|april|may"
+    r"|june|july|august|september|october|november|december|\d{4})\b",
+    re.IGNORECASE,
+)
 
 
 def name_keys(text: str | None) -> set[str]:
@@ -48,3 +68,35 @@ def boost_named(
     if not named or boost <= 0:
         return dict(scores)
     return {mid: min(1.0, s * (1.0 + boost)) if who_of.get(mid) in named else s for mid, s in scores.items()}
+
+
+def asks_when(query: str) -> bool:
+    """True for a question about the time of something ("When did ...", "What year ...")."""
+    return bool(_ASKS_WHEN.search(query))
+
+
+def anchors_time(content: str) -> bool:
+    """True when the text places something in time (a relative phrase, weekday, month or year)."""
+    return bool(_TIME_WORDS.search(content))
+
+
+def is_question(content: str) -> bool:
+    """True when the memory's text ends with a question mark."""
+    return content.rstrip().endswith("?")
+
+
+def adjust_for_query(scores: Mapping[str, float], contents: Mapping[str, str], query: str) -> dict[str, float]:
+    """Scores after the question-line penalty and, for "when" questions, the time-anchor boost.
+
+    Capped at 1.0 like :func:`boost_named`.
+    """
+    when = asks_when(query)
+    out: dict[str, float] = {}
+    for mid, s in scores.items():
+        text = contents.get(mid, "")
+        if is_question(text):
+            s *= 1.0 - QUESTION_PENALTY
+        if when and anchors_time(text):
+            s *= 1.0 + WHEN_BOOST
+        out[mid] = min(1.0, s)
+    return out

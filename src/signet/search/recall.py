@@ -32,7 +32,8 @@ from signet.memory.records import load_tags
 from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import recall_match_expression
 from signet.search.ftspool import keyword_pool
-from signet.search.rank import boost_named, mentioned_who
+from signet.search.rank import adjust_for_query, boost_named, mentioned_who
+from signet.search.speakers import SpeakerNames
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 
@@ -94,6 +95,7 @@ class Recaller:
         self.settings = settings
         self.index = index
         self.embeddings = embeddings
+        self.speakers = SpeakerNames()
 
     def vector_state(self) -> tuple[bool, str | None]:
         emb = self.embeddings
@@ -122,7 +124,9 @@ class Recaller:
         where, params = flt.sql(self.settings.memory.decay_rate)
 
         candidates: dict[str, Candidate] = {}
-        match = recall_match_expression(query)
+        project = flt.project if flt.project is not None else flt.scope.project
+        self.db.read(self.speakers.refresh)
+        match = recall_match_expression(query, drop=self.speakers.keys(project))
         vec_ok, reason = self.vector_state()
         # alpha = 0 is a keyword-only request (legacy search): skip the vector leg entirely.
         want_vec = vec_ok and alpha > 0 and bool(query.strip())
@@ -164,7 +168,7 @@ class Recaller:
             f = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else 0.0
             v = max(c.vector or 0.0, 0.0)
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
-        self._boost_named(query, candidates)
+        self._adjust(query, candidates)
         ranked = sorted(
             (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
         )[:limit]
@@ -185,17 +189,18 @@ class Recaller:
             took_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _boost_named(self, query: str, candidates: dict[str, Candidate]) -> None:
-        """Nudge up memories said by someone the query names (signet.search.rank)."""
+    def _adjust(self, query: str, candidates: dict[str, Candidate]) -> None:
+        """Query-side nudges (signet.search.rank): who said it, question lines, "when" anchors."""
         if not candidates:
             return
         ids = list(candidates)
         marks = ",".join("?" for _ in ids)
-        who_of: dict[str, str | None] = dict(self.db.read(
-            lambda c: [(r[0], r[1]) for r in c.execute(f"SELECT id, who FROM memories WHERE id IN ({marks})", ids)]
-        ))
+        rows = self.db.read(lambda c: list(c.execute(f"SELECT id, who, content FROM memories WHERE id IN ({marks})", ids)))
+        who_of: dict[str, str | None] = {r[0]: r[1] for r in rows}
+        contents: dict[str, str] = {r[0]: r[2] for r in rows}
         named = mentioned_who(query, set(who_of.values()))
-        for mid, score in boost_named({m: c.score for m, c in candidates.items()}, who_of, named).items():
+        scores = boost_named({m: c.score for m, c in candidates.items()}, who_of, named)
+        for mid, score in adjust_for_query(scores, contents, query).items():
             candidates[mid].score = score
 
     @staticmethod

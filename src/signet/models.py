@@ -6,7 +6,7 @@ schemas are all derived from these classes.
 
 from __future__ import annotations
 
-from datetime import datetime
+from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
@@ -69,6 +69,28 @@ def _not_blank(value: str) -> str:
 Content = Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS), AfterValidator(_not_blank)]
 
 
+def _to_utc(value: datetime) -> datetime:
+    """Normalise to an aware UTC datetime while the input can still be refused as a 422.
+
+    Timestamps are stored and compared as UTC ISO-8601 strings, so every accepted datetime is
+    converted once. A value whose UTC equivalent falls outside ``datetime``'s range (e.g.
+    ``0001-01-01T00:00+01:00`` or ``9999-12-31T23:59-01:00``) would otherwise raise
+    ``OverflowError`` deep in a query and surface as a 500. A naive value is taken as UTC.
+    """
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    try:
+        return value.astimezone(UTC)
+    except OverflowError:
+        raise ValueError(
+            "date-time is out of range once converted to UTC (must lie between 0001-01-01 and 9999-12-31 UTC)"
+        ) from None
+
+
+UtcDatetime = Annotated[datetime, AfterValidator(_to_utc)]
+"""Every date-time the API accepts (bodies and query strings): validated convertible to UTC."""
+
+
 # --- remember -----------------------------------------------------------------------------
 
 
@@ -83,7 +105,7 @@ class RememberRequest(StrictModel):
     pinned: bool | None = None
     source_type: ShortText | None = None
     source_id: ShortText | None = None
-    created_at: datetime | None = Field(None, description="Original time, for importers.")
+    created_at: UtcDatetime | None = Field(None, description="Original time, for importers.")
     agent_id: ShortText | None = None
     visibility: Visibility | None = None
 
@@ -121,8 +143,8 @@ class RecallFilters(StrictModel):
     who: ShortText | None = None
     pinned: bool | None = None
     importance_min: Importance | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
     project: ShortText | None = None
     agent_id: ShortText | None = None
 
@@ -293,8 +315,8 @@ class ForgetRequest(StrictModel):
     who: ShortText | None = None
     source_type: ShortText | None = None
     project: ShortText | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
     limit: Annotated[int, Field(ge=1, le=MAX_BATCH)] = 100
     reason: Reason | None = None
     force: bool = Field(False, description="Hard delete instead of a recoverable soft delete.")

@@ -92,3 +92,50 @@ def test_unknown_ids_and_routes(api: TestClient) -> None:
         body = assert_json_4xx(api.request(method, path, **kw), 404)
         assert body["code"] == "not_found"
     assert_json_4xx(api.put("/api/memory/remember", json={}), 405)
+
+
+# Valid ISO-8601 that has no UTC equivalent inside datetime's range (year 1 / year 9999 edges).
+UNREPRESENTABLE = ["0001-01-01T00:00+01:00", "9999-12-31T23:59-01:00"]
+
+
+def test_datetimes_without_a_utc_equivalent_are_refused_not_500(api: TestClient) -> None:
+    """Every route that takes a date-time refuses one it cannot convert to UTC with a 422.
+
+    Regression: ``GET /api/memories?until=0001-01-01T00:00+01:00`` raised OverflowError while
+    normalising to UTC and answered 500 (found by test_schemathesis).
+    """
+    turn = {"role": "user", "content": "hello"}
+    for when in UNREPRESENTABLE:
+        calls = {
+            "list since": api.get("/api/memories", params={"since": when}),
+            "list until": api.get("/api/memories", params={"until": when}),
+            "recall since": api.post("/api/memory/recall", json={"query": "x", "since": when}),
+            "recall until": api.post("/api/memory/recall", json={"query": "x", "until": when}),
+            "forget since": api.post("/api/memory/forget", json={"since": when}),
+            "forget until": api.post("/api/memory/forget", json={"until": when}),
+            "remember": api.post("/api/memory/remember", json={"content": "x", "created_at": when}),
+            "remember batch": api.post("/api/memory/remember/batch",
+                                       json={"items": [{"content": "x", "created_at": when}]}),
+            "hook session-end": api.post("/api/hooks/session-end",
+                                         json={"session_id": "s", "turns": [{**turn, "timestamp": when}]}),
+            "ingest": api.post("/api/ingest/transcript", json={
+                "path": "/x/chat.jsonl", "content_hash": "b" * 64, "adapter": "jsonl",
+                "turns": [{**turn, "timestamp": when}]}),
+        }
+        for name, r in calls.items():
+            body = assert_json_4xx(r, 422)
+            assert body["code"] == "invalid_request", (name, body)
+            assert "out of range once converted to UTC" in body["error"], (name, body)
+
+
+def test_extreme_but_representable_datetimes_still_work(api: TestClient) -> None:
+    """The edges that do convert (and naive times, taken as UTC) keep working as filters and as created_at."""
+    r = api.post("/api/memory/remember", json={"content": "an old import", "created_at": "0001-01-01T05:00+01:00"})
+    assert r.status_code == 200, r.text
+    assert r.json()["created_at"].startswith("0001-01-01T04:00:00")
+    for params in ({"since": "0001-01-01T00:00:00"}, {"until": "9999-12-31T23:59+00:00"},
+                   {"until": "0001-01-01T05:00-01:00"}):
+        r = api.get("/api/memories", params=params)
+        assert r.status_code == 200, (params, r.text)
+    got = api.get("/api/memories", params={"until": "0001-01-01T04:00:00+00:00"}).json()
+    assert [m["content"] for m in got["items"]] == ["an old import"]

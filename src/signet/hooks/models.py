@@ -6,7 +6,6 @@ the daemon speaks one dialect and the harness formats live in ``signet.harnesses
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field
@@ -20,6 +19,7 @@ from signet.models import (
     ShortText,
     StrictModel,
     Tags,
+    UtcDatetime,
 )
 
 BudgetTokens = Annotated[int, Field(ge=0, le=100_000)]
@@ -84,7 +84,7 @@ class PromptSubmitResponse(BaseModel):
 class TurnIn(StrictModel):
     role: Literal["user", "assistant"]
     content: Annotated[str, Field(max_length=MAX_CONTENT_CHARS)]
-    timestamp: datetime | None = None
+    timestamp: UtcDatetime | None = None
 
 
 class SessionEndRequest(HookRequest):

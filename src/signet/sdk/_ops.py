@@ -9,7 +9,6 @@ a prebuilt model instance is accepted too.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import datetime
 from typing import Any
 from urllib.parse import quote
 
@@ -53,6 +52,7 @@ from signet.models import (
     RememberRequest,
     RememberResponse,
     StatusResponse,
+    UtcDatetime,
 )
 from signet.sdk._core import Call, body, build, parser, query
 
@@ -69,8 +69,8 @@ class ListQuery(BaseModel):
     who: str | None = Field(None, max_length=200)
     tags: list[str] | None = Field(None, max_length=20, description="All must match.")
     pinned: bool | None = None
-    since: datetime | None = None
-    until: datetime | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
     include_deleted: bool = False
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from datetime import datetime
 from typing import Annotated, Literal
 
 from fastapi import APIRouter
@@ -12,7 +11,7 @@ from signet.daemon.deps import RuntimeDep, ScopeDep
 from signet.ingest.base import Turn
 from signet.ingest.service import ingest_transcript
 from signet.memory.records import to_iso
-from signet.models import MAX_CONTENT_CHARS, ErrorResponse, ShortText, StrictModel
+from signet.models import MAX_CONTENT_CHARS, ErrorResponse, ShortText, StrictModel, UtcDatetime
 
 router = APIRouter(tags=["ingest"], responses={400: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 
@@ -20,7 +19,7 @@ router = APIRouter(tags=["ingest"], responses={400: {"model": ErrorResponse}, 42
 class IngestTurn(StrictModel):
     role: Literal["user", "assistant", "note"]
     content: Annotated[str, Field(min_length=1, max_length=MAX_CONTENT_CHARS)]
-    timestamp: datetime | None = None
+    timestamp: UtcDatetime | None = None
 
 
 class IngestRequest(StrictModel):

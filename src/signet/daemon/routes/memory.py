@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime
 from typing import Annotated
 
 from fastapi import APIRouter, Query
@@ -34,6 +33,7 @@ from signet.models import (
     RememberBatchResponse,
     RememberRequest,
     RememberResponse,
+    UtcDatetime,
 )
 
 ERRORS: dict[int | str, dict[str, object]] = {
@@ -113,7 +113,7 @@ def list_memories(
     type: MemoryType | None = None, project: Annotated[str | None, Query(max_length=200)] = None,
     who: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[list[Annotated[str, Query(max_length=100)]] | None, Query(max_length=20)] = None,
-    pinned: bool | None = None, since: datetime | None = None, until: datetime | None = None,
+    pinned: bool | None = None, since: UtcDatetime | None = None, until: UtcDatetime | None = None,
     include_deleted: bool = False,
 ) -> MemoryList:
     """Memories, newest first, with pagination and filters."""

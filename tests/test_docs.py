@@ -70,3 +70,11 @@ def test_every_route_is_documented() -> None:
         if not re.search(pattern, DOCS):
             missing.append(path)
     assert missing == [], f"undocumented routes: {missing}"
+
+
+def test_every_doc_the_readme_links_exists() -> None:
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    links = re.findall(r"\]\(((?:docs/)[^)#]+)\)", readme)
+    assert links, "README links no docs"
+    missing = [link for link in links if not (ROOT / link).exists()]
+    assert missing == [], f"README links missing docs: {missing}"

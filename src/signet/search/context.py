@@ -3,9 +3,10 @@
 A turn of a conversation is often unreadable alone ("Woodhaven, a small town in the Midwest"
 answers "where did you go on your road trip?" asked one turn earlier). Recall's keyword leg
 therefore searches ``memories_ctx_fts``, an FTS5 table with two columns: the memory's own
-``content`` and a ``context`` column holding the text of the memories just before it in the
+``content`` and a ``context`` column holding the text of the memories around it in the
 same *thread* (same ``source_type`` + ``source_id`` -- a harness session -- and the same
-project and agent). BM25 weights the context column low (:data:`CONTEXT_WEIGHT`), so a word
+project and agent): the :data:`CONTEXT_BEFORE` memories before it and the
+:data:`CONTEXT_AFTER` after it (the answer to a question is usually the next turn). BM25 weights the context column low (:data:`CONTEXT_WEIGHT`), so a word
 in the memory itself still counts most, but a memory whose neighbours talk about the query
 is found too. Memories without a ``source_id`` (hand-written facts) have no thread and an
 empty context. Measured on LoCoMo: see docs/benchmarks.md.
@@ -13,10 +14,15 @@ empty context. Measured on LoCoMo: see docs/benchmarks.md.
 The table is maintained by triggers on ``memories`` (migration 6), so every write path --
 remember, modify, soft delete (forget/delete), recover, hard delete, retention purges and
 any future writer -- keeps it right without calling anything: an insert indexes the new
-memory with its context; a change of content, deletion state or thread re-indexes the
-memory and refreshes the context of the memories that follow it, so a forgotten memory's
-text leaves its neighbours' context at once. Only the previous :data:`CONTEXT_WINDOW`
-memories form the context, so appending to a conversation never rewrites older rows.
+memory with its context and refreshes the neighbours whose context it joins; a change of
+content, deletion state or thread re-indexes the memory and refreshes those neighbours, so a
+forgotten memory's text leaves its neighbours' context at once. Appending to a conversation
+rewrites only the :data:`CONTEXT_AFTER` rows before the new one.
+
+Migration 6 indexed the previous three memories only; migration 7 (:data:`CONTEXT_SCHEMA_V7`)
+replaces its triggers and re-indexes every memory with the window before and after. The text
+of migration 6 is kept byte for byte (:data:`RECALL_SCHEMA`): applied migrations are
+checksummed.
 The legacy keyword-only search (``alpha`` = 0) keeps using ``memories_fts`` (content only).
 """
 
@@ -24,10 +30,16 @@ from __future__ import annotations
 
 from typing import Any
 
-CONTEXT_WINDOW = 3
-"""How many earlier memories of the same thread form a memory's context."""
+CONTEXT_BEFORE = 3
+"""How many earlier memories of the same thread form part of a memory's context."""
 
-CONTEXT_WEIGHT = 0.4
+CONTEXT_AFTER = 2
+"""How many later memories of the same thread form part of a memory's context."""
+
+CONTEXT_WINDOW = CONTEXT_BEFORE
+"""Migration 6's window (previous memories only); kept for its frozen text."""
+
+CONTEXT_WEIGHT = 0.5
 """BM25 weight of the context column (the content column weighs 1.0)."""
 
 _THREAD = (
@@ -37,7 +49,7 @@ _THREAD = (
 
 
 def _context_of(seq: str) -> str:
-    """SQL expression: the context text of the memory whose seq is ``seq`` ('' without a thread)."""
+    """Migration 6: the context text of memory ``seq`` (its previous memories; '' without a thread)."""
     thread = _THREAD.format(a="p", b="t")
     return (
         "(SELECT COALESCE(group_concat(c, ' '), '') FROM (SELECT p.content AS c FROM memories t"
@@ -47,7 +59,7 @@ def _context_of(seq: str) -> str:
 
 
 def _followers(row: str) -> str:
-    """SQL subquery: seqs of the live memories whose context includes memory ``row`` (old/new)."""
+    """Migration 6: seqs of the live memories whose context includes memory ``row`` (old/new)."""
     thread = _THREAD.format(a="f", b=row)
     return (
         f"SELECT f.seq FROM memories f WHERE {row}.source_id IS NOT NULL AND {thread}"
@@ -79,13 +91,71 @@ CREATE TRIGGER IF NOT EXISTS memories_ctx_ad AFTER DELETE ON memories BEGIN
     {_REFRESH} WHERE rowid IN ({_followers("old")});
 END;
 """
+"""Migration 6 (frozen: its checksum is recorded in every store that applied it)."""
+
+
+def _window_of(seq: str) -> str:
+    """SQL expression: the context text of memory ``seq``: the live memories around it in its thread."""
+    before = _THREAD.format(a="p", b="t")
+    after = _THREAD.format(a="n", b="t")
+    return (
+        "(SELECT COALESCE(group_concat(c, ' '), '') FROM ("
+        "SELECT c FROM (SELECT p.content AS c FROM memories t"
+        f" JOIN memories p ON {before} AND p.is_deleted = 0 AND p.seq < t.seq"
+        f" WHERE t.seq = {seq} ORDER BY p.seq DESC LIMIT {CONTEXT_BEFORE})"
+        " UNION ALL "
+        "SELECT c FROM (SELECT n.content AS c FROM memories t"
+        f" JOIN memories n ON {after} AND n.is_deleted = 0 AND n.seq > t.seq"
+        f" WHERE t.seq = {seq} ORDER BY n.seq LIMIT {CONTEXT_AFTER})))"
+    )
+
+
+def _neighbours(row: str) -> str:
+    """SQL condition on ``rowid``: the live memories whose context window includes memory ``row``."""
+    after = _THREAD.format(a="f", b=row)
+    before = _THREAD.format(a="l", b=row)
+    return (
+        f"rowid IN (SELECT f.seq FROM memories f WHERE {row}.source_id IS NOT NULL AND {after}"
+        f" AND f.seq > {row}.seq AND f.is_deleted = 0 ORDER BY f.seq LIMIT {CONTEXT_BEFORE})"
+        f" OR rowid IN (SELECT l.seq FROM memories l WHERE {row}.source_id IS NOT NULL AND {before}"
+        f" AND l.seq < {row}.seq AND l.is_deleted = 0 ORDER BY l.seq DESC LIMIT {CONTEXT_AFTER})"
+    )
+
+
+_REFRESH_WINDOW = "UPDATE memories_ctx_fts SET context = " + _window_of("memories_ctx_fts.rowid")
+
+CONTEXT_SCHEMA_V7 = f"""
+DROP TRIGGER IF EXISTS memories_ctx_ai;
+DROP TRIGGER IF EXISTS memories_ctx_au;
+DROP TRIGGER IF EXISTS memories_ctx_ad;
+DELETE FROM memories_ctx_fts;
+INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_window_of("m.seq")} FROM memories m;
+CREATE TRIGGER memories_ctx_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_ctx_fts(rowid, content, context) VALUES (new.seq, new.content, {_window_of("new.seq")});
+    {_REFRESH_WINDOW} WHERE {_neighbours("new")};
+END;
+CREATE TRIGGER memories_ctx_au AFTER UPDATE OF content, is_deleted, source_id, source_type, project,
+    agent_id ON memories
+    WHEN old.content IS NOT new.content OR old.is_deleted IS NOT new.is_deleted
+      OR old.source_id IS NOT new.source_id OR old.source_type IS NOT new.source_type
+      OR old.project IS NOT new.project OR old.agent_id IS NOT new.agent_id
+BEGIN
+    UPDATE memories_ctx_fts SET content = new.content, context = {_window_of("new.seq")} WHERE rowid = new.seq;
+    {_REFRESH_WINDOW} WHERE {_neighbours("old")} OR {_neighbours("new")};
+END;
+CREATE TRIGGER memories_ctx_ad AFTER DELETE ON memories BEGIN
+    DELETE FROM memories_ctx_fts WHERE rowid = old.seq;
+    {_REFRESH_WINDOW} WHERE {_neighbours("old")};
+END;
+"""
+"""Migration 7: the context window before and after each memory."""
 
 
 def rebuild(conn: Any) -> int:
     """Re-index every memory with its context (repair); returns the number of rows indexed."""
     conn.execute("DELETE FROM memories_ctx_fts")
     conn.execute(
-        f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_context_of('m.seq')}"
+        f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_window_of('m.seq')}"
         " FROM memories m"
     )
     return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])

@@ -11,7 +11,10 @@ so one leg cannot drown the other by default:
 
 where ``bm25_norm = |bm25| / max |bm25|`` over the pool. (The spec's ``1 / (1 + |bm25|)``
 is inverted: it gives the *best* keyword match the *lowest* score; see docs/recall.md.)
-When vectors are unavailable the response says so and ``method`` is ``fts``.
+Then small query-side nudges (who said it, question lines, time anchors for "when"
+questions: signet.search.rank), with the names of known speakers left out of the keyword
+query (signet.search.speakers). When vectors are unavailable the response says so and
+``method`` is ``fts``. The whole path, step by step: docs/recall.md.
 """
 
 from __future__ import annotations

@@ -22,7 +22,7 @@ from signet.auth.schema import AUTH_SCHEMA
 from signet.hooks.schema import HOOKS_SCHEMA
 from signet.mcp.feedback import FEEDBACK_SCHEMA
 from signet.pipeline.schema import PIPELINE_SCHEMA
-from signet.search.context import RECALL_SCHEMA
+from signet.search.context import CONTEXT_SCHEMA_V7, RECALL_SCHEMA
 from signet.store.sqlite import sqlite3
 
 
@@ -228,6 +228,7 @@ MIGRATIONS: list[Migration] = [
     Migration(3, "pipeline", PIPELINE_SCHEMA),
     Migration(5, "mcp_feedback", FEEDBACK_SCHEMA),
     Migration(6, "recall_context", RECALL_SCHEMA),
+    Migration(7, "recall_context_window", CONTEXT_SCHEMA_V7),
 ]
 
 BOOKKEEPING = """

@@ -147,3 +147,58 @@ def test_recall_falls_back_to_keywords_when_the_query_embedding_fails(
             assert why in state["reason"] and state["reason"].endswith("; keyword results only")
     finally:
         rt.stop()
+
+
+@pytest.mark.parametrize(("outage", "recovers"), [("down500", True), ("hang", True), ("refused", False)])
+def test_modify_keeps_working_when_the_embedder_fails(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace], outage: str, recovers: bool
+) -> None:
+    """A content edit while the remote embedder is down is saved without its vector (200, not 500).
+
+    The memory is left pending, exactly like a fresh remember, and the background embedder
+    gives it the vector of its *new* content once the provider answers again.
+    """
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0})
+    rt = start_runtime(ws)
+    try:
+        one = rt.service.remember(RememberRequest(content="apples and pears grow in the orchard")).id
+        two = rt.service.remember(RememberRequest(content="the server room is cold")).id
+        assert rt.embeddings.wait_idle(30)
+        if outage == "refused":
+            fake.server.shutdown()
+            fake.server.server_close()
+        else:
+            fake.mode = outage
+        app = create_app(rt, manage_runtime=False)
+
+        async def edit() -> list[httpx.Response]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
+                patched = await c.patch(f"/api/memory/{one}", json={
+                    "content": "plums and cherries ripen in the walled garden", "reason": "corrected"})
+                batch = await c.post("/api/memory/modify", json={"reason": "corrected", "patches": [
+                    {"id": two, "content": "the server room is kept at eighteen degrees"}]})
+            return [patched, batch]
+
+        patched, batch = asyncio.run(edit())
+        assert patched.status_code == 200, patched.text
+        assert batch.status_code == 200, batch.text
+        results = [patched.json(), batch.json()["results"][0]]
+        for res in results:
+            assert res["status"] == "updated" and res["contentChanged"] is True and res["embedded"] is False
+        for mid in (one, two):
+            assert mid not in rt.index  # no stale vector of the old text stays searchable
+            assert rt.service.get(mid).embedding_model is None
+        assert rt.embeddings.pending_count() == 2
+        if recovers:
+            fake.mode = "ok"
+            rt.embeddings.notify()
+            assert rt.embeddings.wait_idle(30)
+            assert one in rt.index and two in rt.index
+            assert "plums and cherries ripen in the walled garden" in fake.embedded
+            out = rt.service.recall(RecallRequest(query="cherries in the walled garden"))
+            assert out.method == "hybrid" and out.results[0].id == one and out.results[0].source == "hybrid"
+    finally:
+        rt.stop()

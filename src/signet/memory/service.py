@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 import uuid
@@ -22,6 +23,7 @@ import numpy as np
 
 from signet import __version__
 from signet.config import Settings
+from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
 from signet.errors import (
     ConfirmationRequired,
@@ -67,6 +69,8 @@ from signet.models import (
 from signet.search.recall import Recaller, result_fields
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
+
+log = logging.getLogger(__name__)
 
 RememberHook = Callable[[Any, dict[str, Any]], None]
 EXPLICIT_IMPORTANCE = 0.8
@@ -364,7 +368,15 @@ class MemoryService:
         vector = None
         if new_content is not None:
             # Embed before the write transaction (never hold the write lock on a model call).
-            vecs = self.embeddings.embed_texts([new_content.content]) if self.embeddings.ready else None
+            try:
+                vecs = self.embeddings.embed_texts([new_content.content]) if self.embeddings.ready else None
+            except EmbeddingError as exc:
+                # A remote embedder that is down or timing out must not cost the edit: the
+                # new content is written without a vector (embedding_model NULL, so it is
+                # pending) and the background embedder fills it in, as for a remember.
+                log.warning("embedding the modified memory %s failed, left for the background embedder: %s",
+                            p.id, exc)
+                vecs = None
             vector = vecs[0] if vecs is not None else None
 
         def write(conn: Any) -> ModifyResult:

@@ -37,6 +37,10 @@ class EmbeddingSettings(Section):
     base_url: str | None = None
     api_key: str | None = None
     timeout: float = Field(30.0, gt=0, le=600)
+    query_cooldown: float = Field(
+        30.0, ge=0, le=3600,
+        description="seconds recall skips query embedding after one failed (0: retry on every recall)",
+    )
     batch_size: int = Field(32, ge=1, le=1024)
     threads: int = Field(1, ge=0, le=256, description="CPU threads of the local model (0: torch default)")
 

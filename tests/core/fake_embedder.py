@@ -28,6 +28,7 @@ class FakeEmbeddingServer:
     def __init__(self, dims: int = DIMS) -> None:
         self.dims = dims
         self.embedded: list[str] = []
+        self.requests = 0  # every POST, answered or not
         self.mode = "ok"  # ok | down500 | garbage | hang
         outer = self
 
@@ -37,6 +38,7 @@ class FakeEmbeddingServer:
 
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("content-length", 0))))
+                outer.requests += 1
                 if outer.mode == "hang":
                     time.sleep(3)
                 if outer.mode == "down500":

@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import asyncio
+import re
+import threading
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -13,6 +16,7 @@ from signet.config import EmbeddingSettings
 from signet.daemon.app import create_app
 from signet.embedding.base import EmbeddingError
 from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
+from signet.embedding.service import QueryEmbeddingPaused
 from signet.models import RecallRequest, RememberRequest
 from signet.sdk import AsyncSignetClient
 from signet.workspace import Workspace
@@ -137,14 +141,17 @@ def test_recall_falls_back_to_keywords_when_the_query_embedding_fails(
                 via_sdk = await sdk.recall("which orchard has pears")
             return [posted.json(), got.json(), via_sdk.model_dump()]
 
-        for out in asyncio.run(every_recall_route()):
+        first, *after = asyncio.run(every_recall_route())
+        for out in (first, *after):
             assert out["method"] == "fts"
             assert [r["id"] for r in out["results"]] == [orchard]
             assert out["results"][0]["source"] == "fts"
             state = out["vector_search"]
             assert state["available"] is False
-            assert state["reason"].startswith("query embedding failed: ")
             assert why in state["reason"] and state["reason"].endswith("; keyword results only")
+        assert first["vector_search"]["reason"].startswith("query embedding failed: ")
+        for out in after:  # the breaker is open: no second call to the failing provider
+            assert out["vector_search"]["reason"].startswith("embedding provider failed ")
     finally:
         rt.stop()
 
@@ -200,5 +207,141 @@ def test_modify_keeps_working_when_the_embedder_fails(
             assert "plums and cherries ripen in the walled garden" in fake.embedded
             out = rt.service.recall(RecallRequest(query="cherries in the walled garden"))
             assert out.method == "hybrid" and out.results[0].id == one and out.results[0].source == "hybrid"
+    finally:
+        rt.stop()
+
+
+BREAKER_REASON = re.compile(
+    r"^embedding provider failed \d+\.\d s ago \(.*timed out.*\); retrying after \d+\.\d s; keyword results only$"
+)
+
+
+def test_query_embedding_breaker_skips_a_hanging_provider_then_closes(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]
+) -> None:
+    """Only the first recall against a hanging embedder waits for its timeout.
+
+    The next ones answer keyword results at once, saying when the provider failed and when
+    it is retried; status and diagnostics show the degradation. After the cool-down (moved by
+    the injectable clock) one recall probes: a failed probe reopens the breaker, a recovered
+    provider closes it and recall is hybrid again.
+    """
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0, "query_cooldown": 30})
+    rt = start_runtime(ws)
+    now = [1000.0]
+    rt.embeddings.clock = lambda: now[0]
+    app = create_app(rt, manage_runtime=False)
+    transport = httpx.ASGITransport(app=app)
+
+    async def call(method: str, path: str, **kw: Any) -> tuple[dict[str, Any], float]:
+        async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
+            started = time.perf_counter()
+            r = await c.request(method, path, **kw)
+            assert r.status_code == 200, r.text
+            return r.json(), time.perf_counter() - started
+
+    def recall(query: str) -> tuple[dict[str, Any], float]:
+        return asyncio.run(call("POST", "/api/memory/recall", json={"query": query}))
+
+    try:
+        orchard = rt.service.remember(RememberRequest(content="apples and pears grow in the orchard")).id
+        rt.service.remember(RememberRequest(content="the server room is cold"))
+        assert rt.embeddings.wait_idle(30)
+        assert recall("orchard apples")[0]["method"] == "hybrid"
+
+        fake.mode = "hang"
+        out, took = recall("pears in the orchard")
+        assert took >= 0.9 and out["method"] == "fts"  # the one recall that pays the timeout
+        assert out["vector_search"]["reason"].startswith("query embedding failed: ")
+        asked = fake.requests
+        now[0] += 5
+        for query in ("which orchard has pears", "orchard pears", "pears and apples in the orchard"):
+            out, took = recall(query)
+            assert took < 0.5, took
+            assert out["method"] == "fts" and [r["id"] for r in out["results"]] == [orchard]
+            reason = out["vector_search"]["reason"]
+            assert BREAKER_REASON.match(reason), reason
+            assert "failed 5.0 s ago" in reason and "retrying after 25.0 s" in reason
+        searched, took = asyncio.run(call("GET", "/api/memory/search", params={"q": "orchard pears"}))
+        assert took < 0.5 and searched["method"] == "fts" and BREAKER_REASON.match(searched["vector_search"]["reason"])
+        assert fake.requests == asked  # nothing more was sent to the hanging provider
+
+        status, _ = asyncio.run(call("GET", "/api/status"))
+        assert status["status"] == "degraded" and status["vector_search"]["available"] is False
+        assert any("embedding provider failed" in w for w in status["warnings"]), status["warnings"]
+        provider, _ = asyncio.run(call("GET", "/api/diagnostics/provider"))
+        assert provider["status"] == "degraded"
+        assert BREAKER_REASON.match(provider["metrics"]["embedding"]["query_paused"] + "; keyword results only")
+
+        # Cool-down over, provider still failing: one probe, which reopens the breaker.
+        fake.mode = "down500"
+        now[0] += 30
+        out, _ = recall("orchard pears again")
+        assert out["method"] == "fts" and "HTTP 500" in out["vector_search"]["reason"]
+        assert fake.requests == asked + 1
+        out, took = recall("pears in the orchard, still")
+        assert took < 0.5 and "retrying after 30.0 s" in out["vector_search"]["reason"]
+        assert fake.requests == asked + 1
+
+        # Recovered: the probe after the next cool-down succeeds and closes the breaker.
+        fake.mode = "ok"
+        now[0] += 31
+        out, _ = recall("which orchard grows pears")
+        assert out["method"] == "hybrid" and out["vector_search"] == {**out["vector_search"], "available": True,
+                                                                       "reason": None}
+        assert out["results"][0]["id"] == orchard and out["results"][0]["source"] == "hybrid"
+        assert recall("apples in the orchard")[0]["method"] == "hybrid"
+        status, _ = asyncio.run(call("GET", "/api/status"))
+        assert status["status"] == "ok" and status["vector_search"]["available"] is True
+        assert rt.embeddings.query_paused() is None
+    finally:
+        rt.stop()
+
+
+def test_query_breaker_lets_one_probe_through_and_can_be_turned_off(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]
+) -> None:
+    """While the probe is under way other recalls keep skipping; ``query_cooldown: 0`` disables the breaker."""
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0, "query_cooldown": 10})
+    rt = start_runtime(ws)
+    now = [50.0]
+    emb = rt.embeddings
+    emb.clock = lambda: now[0]
+    try:
+        fake.mode = "down500"
+        with pytest.raises(EmbeddingError, match="HTTP 500"):
+            emb.embed_query("first")
+        with pytest.raises(QueryEmbeddingPaused, match=r"retrying after 10\.0 s"):
+            emb.embed_query("second")
+        now[0] += 10
+        fake.mode = "hang"  # the probe takes a while: meanwhile the others do not join it
+        probe_errors: list[EmbeddingError] = []
+
+        def run_probe() -> None:
+            try:
+                emb.embed_query("probe")
+            except EmbeddingError as exc:
+                probe_errors.append(exc)
+
+        probe = threading.Thread(target=run_probe)
+        probe.start()
+        deadline = time.monotonic() + 5
+        while "under way" not in (emb.query_paused() or "") and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert "a retry is under way" in (emb.query_paused() or "")
+        with pytest.raises(QueryEmbeddingPaused, match="under way"):
+            emb.embed_query("concurrent")
+        probe.join(10)
+        assert len(probe_errors) == 1 and "timed out" in str(probe_errors[0])
+        assert "retrying after 10.0 s" in (emb.query_paused() or "")  # the probe timed out: open again
+
+        emb.settings.query_cooldown = 0
+        assert emb.query_paused() is None
+        fake.mode = "ok"
+        assert emb.embed_query("every call reaches the provider") is not None
     finally:
         rt.stop()

@@ -16,6 +16,7 @@ import threading
 import time
 import uuid
 from collections import OrderedDict
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -37,6 +38,10 @@ LEFT JOIN embeddings e ON e.content_hash = m.content_hash
 WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)
 ORDER BY m.seq LIMIT ?
 """
+
+
+class QueryEmbeddingPaused(EmbeddingError):
+    """``embed_query`` refused without calling the provider: a query embedding failed recently."""
 
 
 def make_embedder(settings: EmbeddingSettings) -> Embedder:
@@ -88,6 +93,13 @@ class EmbeddingService:
         self._idle = threading.Event()
         self._query_cache: OrderedDict[str, Vectors] = OrderedDict()
         self._cache_lock = threading.Lock()
+        # Circuit breaker for query embeddings (see query_paused). The clock is an attribute
+        # so tests can move time instead of sleeping through a cool-down.
+        self.clock: Callable[[], float] = time.monotonic
+        self._breaker_lock = threading.Lock()
+        self._query_failed_at: float | None = None
+        self._query_failure: str | None = None
+        self._probing = False
 
     @property
     def model_key(self) -> str:
@@ -244,8 +256,38 @@ class EmbeddingService:
 
         self.db.write(write)
 
+    # -- query embeddings and their circuit breaker ----------------------------------------
+    def query_paused(self) -> str | None:
+        """Why query embedding is skipped right now, or None when a recall may call the provider.
+
+        A remote embedder that hangs makes every recall wait ``embedding.timeout`` before it
+        falls back to keyword results. So after one query embedding fails, recall skips the
+        vector leg for ``embedding.query_cooldown`` seconds and says why; then a single recall
+        probes the provider (the others keep skipping while it is under way) and a success
+        closes the breaker. Only query embeddings trip it: the background embedder has its own
+        back-off, and stored vectors stay valid.
+        """
+        with self._breaker_lock:
+            return self._paused_reason(self.clock())
+
+    def _paused_reason(self, now: float) -> str | None:
+        cooldown = self.settings.query_cooldown
+        if self._query_failed_at is None or cooldown <= 0:
+            return None
+        ago = now - self._query_failed_at
+        failed = f"embedding provider failed {ago:.1f} s ago ({self._query_failure})"
+        if ago < cooldown:
+            return f"{failed}; retrying after {cooldown - ago:.1f} s"
+        if self._probing:
+            return f"{failed}; a retry is under way"
+        return None
+
     def embed_query(self, text: str) -> Vectors | None:
-        """The query's vector, or None when the embedder is not ready (never blocks on loading)."""
+        """The query's vector, or None when the embedder is not ready (never blocks on loading).
+
+        Raises :class:`EmbeddingError` when the provider fails, and
+        :class:`QueryEmbeddingPaused` (without calling it) while the breaker is open.
+        """
         if not self.ready or self.embedder is None:
             return None
         with self._cache_lock:
@@ -253,7 +295,26 @@ class EmbeddingService:
             if hit is not None:
                 self._query_cache.move_to_end(text)
                 return hit
-        vec: Vectors = self.embedder.embed([text])[0]
+        with self._breaker_lock:
+            paused = self._paused_reason(self.clock())
+            if paused is not None:
+                raise QueryEmbeddingPaused(paused)
+            probe = self._query_failed_at is not None
+            self._probing = self._probing or probe
+        try:
+            vec: Vectors = self.embedder.embed([text])[0]
+        except EmbeddingError as exc:
+            with self._breaker_lock:
+                self._query_failed_at, self._query_failure = self.clock(), str(exc)
+            raise
+        finally:
+            if probe:
+                with self._breaker_lock:
+                    self._probing = False
+        with self._breaker_lock:
+            if self._query_failed_at is not None:
+                log.info("query embeddings work again; the breaker is closed")
+            self._query_failed_at = self._query_failure = None
         with self._cache_lock:
             self._query_cache[text] = vec
             if len(self._query_cache) > 512:

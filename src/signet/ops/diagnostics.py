@@ -4,7 +4,7 @@
 | queue    | 0.28   | pending depth > 50, dead rate > 1%, oldest pending > 5 min, stale leases |
 | storage  | 0.14   | tombstone ratio > 30%, SQLite quick_check                      |
 | index    | 0.19   | FTS/memory count mismatch > 10%, embedding coverage < 80%      |
-| provider | 0.24   | embedder state; LLM call outcomes when the pipeline records them |
+| provider | 0.24   | embedder state, paused query embeddings; LLM call outcomes when the pipeline records them |
 | mutation | 0.10   | recovery events > 5 in the last 7 days                         |
 | connector| 0.05   | (no connectors yet: always healthy)                            |
 
@@ -115,11 +115,16 @@ def index_domain(conn: Any, runtime: Runtime) -> Domain:
 def provider_domain(conn: Any, runtime: Runtime) -> Domain:
     d = Domain("provider")
     emb = runtime.embeddings
-    d.metrics = {"embedding": {"provider": emb.settings.provider, "state": emb.state, "error": emb.error}}
+    paused = emb.query_paused() if emb.state == "ready" else None
+    d.metrics = {"embedding": {"provider": emb.settings.provider, "state": emb.state, "error": emb.error,
+                               "query_paused": paused}}
     if emb.state == "unavailable":
         d.penalize(0.6, f"embedding provider unavailable: {emb.error}")
     elif emb.state == "disabled":
         d.penalize(0.3, "embedding provider is 'none': vector search is off")
+    elif paused is not None:
+        d.penalize(0.3, f"recall is keyword-only for now: {paused}; check the embedding provider "
+                        f"({emb.settings.base_url or emb.settings.provider})")
     pipe = runtime.extras.get("pipeline")
     wait_reason = getattr(pipe, "wait_reason", None)
     if callable(wait_reason):  # the LLM pipeline (signet.pipeline): which provider, and why it waits

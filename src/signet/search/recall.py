@@ -103,7 +103,8 @@ class Recaller:
     def vector_state(self) -> tuple[bool, str | None]:
         emb = self.embeddings
         if emb.state == "ready":
-            return True, None
+            paused = emb.query_paused()  # a query embedding failed lately: skip, don't wait again
+            return (True, None) if paused is None else (False, f"{paused}; keyword results only")
         if emb.state == "loading":
             return False, "the embedding model is still loading; keyword results only for now"
         if emb.state == "disabled":

@@ -345,3 +345,49 @@ def test_query_breaker_lets_one_probe_through_and_can_be_turned_off(
         assert emb.embed_query("every call reaches the provider") is not None
     finally:
         rt.stop()
+
+
+def test_pipeline_fact_embedding_catches_embedder_failures_only(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The pipeline writes facts without vectors when the provider fails (EmbeddingError), but a
+    bug in the embedding path (any other exception) is not swallowed: the job records it."""
+    from signet.pipeline.writes import Writer, WriteReport
+
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0})
+    rt = start_runtime(ws)
+    try:
+        writer = Writer(rt.service, rt.settings.memory.pipeline)
+        report = WriteReport()
+        vecs = writer._embed(["Alice leads the payments team"], report)
+        assert vecs is not None and len(vecs) == 1 and report.embedding_errors == []
+        fake.mode = "down500"
+        assert writer._embed(["Bob runs the billing service"], report) is None
+        assert len(report.embedding_errors) == 1 and "HTTP 500" in report.embedding_errors[0]
+
+        def broken(texts: list[str]) -> Any:
+            raise TypeError("a bug, not an outage")
+
+        assert rt.embeddings.embedder is not None
+        monkeypatch.setattr(rt.embeddings.embedder, "embed", broken)
+        with pytest.raises(TypeError, match="a bug"):
+            writer._embed(["Carol"], report)
+    finally:
+        rt.stop()
+
+
+def test_local_model_failures_are_embedding_errors() -> None:
+    """torch reports allocation and kernel failures as RuntimeError; the local embedder turns
+    them into EmbeddingError, the one failure every caller handles (Embedder contract)."""
+    from signet.embedding.local import LocalEmbedder
+
+    class FailingModel:
+        def encode(self, texts: list[str], **kw: Any) -> Any:
+            raise RuntimeError("[enforce fail at alloc_cpu.cpp:117] DefaultCPUAllocator: not enough memory")
+
+    emb = LocalEmbedder()
+    emb._st = FailingModel()
+    with pytest.raises(EmbeddingError, match=r"local embedding failed: RuntimeError: .*not enough memory"):
+        emb.embed(["anything"])

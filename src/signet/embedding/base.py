@@ -26,7 +26,11 @@ class Embedder(Protocol):
     def load(self) -> None:
         """Do the slow start-up work (model load, reachability check). May raise."""
 
-    def embed(self, texts: list[str]) -> Vectors: ...
+    def embed(self, texts: list[str]) -> Vectors:
+        """One row per text. Any failure is raised as :class:`EmbeddingError`: callers (the
+        background embedder, recall, modify, the pipeline) catch only that and carry on
+        without vectors; anything else is a bug and surfaces as one."""
+        ...
 
 
 def normalize_rows(vectors: Vectors) -> Vectors:

@@ -110,11 +110,16 @@ class LocalEmbedder:
             self.load()
         if not texts:
             return np.zeros((0, self.dimensions or 384), dtype=np.float32)
-        out = self._st.encode(
-            texts,
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=False,
-        )
+        try:
+            out = self._st.encode(
+                texts,
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=False,
+            )
+        except (RuntimeError, ValueError, MemoryError) as exc:
+            # torch reports allocation and kernel failures as RuntimeError; the Embedder
+            # contract is EmbeddingError, which every caller handles by going without vectors.
+            raise EmbeddingError(f"local embedding failed: {type(exc).__name__}: {exc}") from exc
         return normalize_rows(np.asarray(out, dtype=np.float32))

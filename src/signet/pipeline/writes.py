@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from signet.config import PipelineSettings
+from signet.embedding.base import EmbeddingError
 from signet.errors import SignetError
 from signet.memory.content import parse_content
 from signet.memory.records import record_history
@@ -95,8 +96,8 @@ class Writer:
             return None
         try:
             vecs = self.service.embeddings.embed_texts(texts)
-        except Exception as exc:  # any embedder failure: the facts are still written, without vectors
-            log.exception("pipeline: embedding %d facts failed", len(texts))
+        except EmbeddingError as exc:  # every provider's failure: the facts are still written, without vectors
+            log.warning("pipeline: embedding %d facts failed, left for the background embedder: %s", len(texts), exc)
             report.embedding_errors.append(str(exc)[:300])
             return None
         return list(vecs) if vecs is not None else None

@@ -11,6 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from signet.daemon.runtime import Runtime
+from signet.pipeline import queue
+from signet.pipeline.runtime import pipeline_of
+from signet.pipeline.worker import LeaseLost
 from tests.pipeline.conftest import rows, wait_idle
 from tests.pipeline.fake_llm import FakeLLM, Reply, as_json
 
@@ -570,6 +573,44 @@ def test_graph_failure_never_reverts_the_facts(pipeline_rt: Make, fake_llm: Fake
     assert len(result["writes"]["added"]) == 2
     assert rows(rt, "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'")[0][0] == 2
     assert rows(rt, "SELECT COUNT(*) FROM entities")[0][0] == 0  # the graph transaction rolled back whole
+
+
+def test_a_run_whose_lease_was_taken_over_applies_no_graph(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    """Run A's lease expires and run B leases the job again: A's final transaction (graph,
+    extraction status, completion) rolls back whole, B's applies once, and A cannot fail B's job."""
+    rt, api = pipeline_rt("ollama", embedding="none", workers=0)  # no worker thread: the test drives the runs
+    fake_llm.extract = lambda text: as_json({"facts": FACTS[:2], "entities": ENTITIES})
+    fake_llm.decide = lambda fact, cands: as_json({"action": "add", "targetId": None, "confidence": 0.9,
+                                                   "reason": "new"})
+    src = remember(api, SOURCE)
+    run_a = rt.db.write(queue.lease)
+    assert run_a is not None and run_a.attempts == 1
+    rt.db.write(lambda c: c.execute("UPDATE memory_jobs SET leased_at = '2000-01-01T00:00:00+00:00'"))
+    assert rt.db.write(lambda c: queue.reap_stale(c, 1000)) == 1
+    run_b = rt.db.write(queue.lease)
+    assert run_b is not None and run_b.id == run_a.id and run_b.attempts == 2
+    processor = pipeline_of(rt).worker.processor
+    assert processor is not None
+
+    with pytest.raises(LeaseLost):
+        processor.run(run_a)
+    assert rows(rt, "SELECT COUNT(*) FROM entities")[0][0] == 0
+    assert tuple(rows(rt, "SELECT status, attempts FROM memory_jobs")[0]) == ("leased", 2)
+    assert rows(rt, "SELECT extraction_status FROM memories WHERE id = ?", src)[0][0] != "completed"
+    assert rt.db.write(lambda c: queue.fail(c, run_a.id, "late failure of run A", attempt=1)) is None
+
+    result = processor.run(run_b)
+    assert result["graph"] == {"entities": 4, "relations": 3, "mentions": 9}  # source 4 + facts 3 and 2
+    job = job_of(rt, src)
+    assert job["status"] == "completed" and job["attempts"] == 2 and job["error"] is None
+    ents = dict(rows(rt, "SELECT canonical_name, mentions FROM entities"))
+    assert ents == {"alice moreau": 2, "billing team": 2, "postgresql": 1, "acme": 1}
+    assert {r[0] for r in rows(rt, "SELECT mentions FROM relations")} == {1}
+    # Run A's facts were written before its lease was lost: run B finds them stored and links them.
+    facts = rows(rt, "SELECT id FROM memories WHERE source_type = 'pipeline'")
+    assert len(facts) == 2 and len(result["writes"]["deduped"]) == 2
+    linked = {r[0] for r in rows(rt, "SELECT memory_id FROM memory_entity_mentions")}
+    assert {f[0] for f in facts} | {src} <= linked
 
 
 def test_long_transcripts_are_extracted_chunk_by_chunk(pipeline_rt: Make, fake_llm: FakeLLM) -> None:

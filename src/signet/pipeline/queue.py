@@ -105,26 +105,33 @@ def heartbeat(conn: Any, job_id: str) -> bool:
     return bool(cur.rowcount)
 
 
-def complete(conn: Any, job_id: str, result: dict[str, Any]) -> bool:
-    """Mark a leased job completed; False when the lease was lost (reaped and re-leased)."""
+def complete(conn: Any, job_id: str, result: dict[str, Any], *, attempt: int | None = None) -> bool:
+    """Mark a leased job completed; False when the lease was lost.
+
+    ``attempt`` is the ``attempts`` value the caller's lease returned. It fences off a worker
+    whose lease expired: the reaper put the job back and another worker leased it again
+    (``attempts + 1``), so the job is ``leased`` again but no longer by this caller, and only
+    the current holder may complete it. Without ``attempt`` any lease is accepted.
+    """
     now = now_iso()
     cur = conn.execute(
         "UPDATE memory_jobs SET status = 'completed', result = ?, completed_at = ?, updated_at = ?, error = NULL"
-        " WHERE id = ? AND status = 'leased'",
-        (json.dumps(result, sort_keys=True), now, now, job_id),
+        " WHERE id = ? AND status = 'leased' AND (? IS NULL OR attempts = ?)",
+        (json.dumps(result, sort_keys=True), now, now, job_id, attempt, attempt),
     )
     return bool(cur.rowcount)
 
 
-def fail(conn: Any, job_id: str, error: str, *, permanent: bool = False) -> str | None:
+def fail(conn: Any, job_id: str, error: str, *, permanent: bool = False, attempt: int | None = None) -> str | None:
     """Record a failure: back to ``pending`` while attempts remain, else ``dead``.
 
     ``permanent`` errors (a job that can never succeed, e.g. its memory is gone) go to
-    ``dead`` at once. Returns the new status, or None when the job was not leased.
+    ``dead`` at once. Returns the new status, or None when the job was not leased (by the
+    caller's lease, when ``attempt`` is given: see :func:`complete`).
     """
     now = now_iso()
     row = conn.execute("SELECT attempts, max_attempts, status FROM memory_jobs WHERE id = ?", (job_id,)).fetchone()
-    if row is None or row["status"] != "leased":
+    if row is None or row["status"] != "leased" or (attempt is not None and int(row["attempts"]) != attempt):
         return None
     status = "dead" if permanent or int(row["attempts"]) >= int(row["max_attempts"]) else "pending"
     conn.execute(

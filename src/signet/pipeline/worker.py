@@ -5,12 +5,24 @@ Order inside one job, and why:
 2. extraction and one decision call per fact - LLM calls, no transaction open;
 3. embeddings for the adds, then one write transaction for the facts and their history;
 4. updates / deletes through MemoryService (their own transactions);
-5. graph persistence and ``complete`` in one last transaction (a graph failure is logged
-   and the job still completes: it never reverts the facts).
+5. graph persistence, the source memory's ``extraction_status`` and ``complete`` in one last
+   transaction (:meth:`Processor.finish`).
 
-A crash anywhere before step 5 leaves the job ``leased``; it is released at the next start
-(or by the reaper) and runs again. The adds of the first run are then hash duplicates, so
-they are recorded as ``dedupedExistingId`` and nothing is written twice.
+Step 5 is one transaction because the graph counts (``entities.mentions``,
+``relations.mentions``) are increments, not upserts of a value: applied by a run that then
+died before completing, they would be applied again by the next run of the job. Committed
+together with the completion, a job's graph effects happen exactly once: either the job is
+completed with them, or neither is (and the job runs again). The graph writes sit in a
+SAVEPOINT inside that transaction, so a graph failure rolls back alone, is logged and stored
+in ``result.graph_error``, and the job still completes: it never reverts the facts. The
+completion is fenced by the lease's attempt number; if this run's lease expired and another
+worker leased the job again, the whole transaction rolls back (:class:`LeaseLost`) and the
+other run's graph and result stand.
+
+A crash anywhere before step 5 commits leaves the job ``leased``; it is released at the next
+start (or by the reaper) and runs again. The adds of the first run are then hash
+duplicates, so they are recorded as ``dedupedExistingId`` and no fact is written twice; the
+graph step links those already-written facts as if this run had written them.
 """
 
 from __future__ import annotations
@@ -29,6 +41,7 @@ from signet.pipeline import graph, queue
 from signet.pipeline.decision import Proposal, decide
 from signet.pipeline.extraction import (
     MAX_CHUNKS,
+    EntityTriple,
     Extraction,
     chunk_transcript,
     extraction_prompt,
@@ -45,6 +58,15 @@ JITTER_MS = 500
 
 class PermanentJobError(Exception):
     """The job can never succeed (its source is gone or unreadable): dead at once."""
+
+
+class LeaseLost(Exception):
+    """The job is no longer this run's: its lease expired and another worker leased it again.
+
+    Raised inside the final transaction, so this run's graph writes and completion roll back
+    with it; the run that holds the lease now applies its own. Neither a success nor a failure
+    of the job: the worker records nothing for it.
+    """
 
 
 def backoff_seconds(failures: int, base_ms: int, max_ms: int, rng: random.Random | None = None) -> float:
@@ -128,9 +150,11 @@ class Processor:
         return merge(parts, dropped_chunks=total - len(chunks))
 
     def run(self, job: queue.Job) -> dict[str, Any]:
+        """Process ``job`` and complete it; returns the stored result. Raises :class:`LeaseLost`."""
         src = self.source(job)
         if src is None:
-            return {"skipped": "source memory is gone"}
+            skipped = {"skipped": "source memory is gone"}
+            return self.db.write(lambda c: self._complete(c, job, skipped))
         ex = self.extract(src, job.id)
         scope = ReadScope(agent_id=src.agent_id, policy="isolated")
         exclude = {src.memory_id} if src.memory_id else set()
@@ -144,24 +168,54 @@ class Processor:
         self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
         warnings = list(ex.warnings) + [w for p in proposals for w in p.warnings]
         report = self.writer.apply(proposals, src, job_id=job.id, model=f"{self.llm.name}:{self.llm.model}")
-        linked = dict(report.memories)
-        if src.memory_id:
-            linked[src.memory_id] = src.text
         result = JobResult(len(ex.facts), len(ex.entities), warnings, report.as_dict(), None)
         do_graph = self.settings.graph.enabled and not self.settings.shadow_mode and bool(ex.entities)
-        if do_graph:
+        triples = ex.entities if do_graph else []
+        return self.db.write(lambda c: self.finish(c, job, src, result, triples, report.memories, report.deduped))
+
+    def finish(self, conn: Any, job: queue.Job, src: Source, result: JobResult, triples: list[EntityTriple],
+               written: dict[str, str], deduped: list[str]) -> dict[str, Any]:
+        """The job's last transaction: graph (in a savepoint), extraction status, completion.
+
+        ``written`` maps the facts this run wrote to their content. ``deduped`` are facts that
+        were already stored; those derived from this same source by this agent are linked too,
+        since they are usually this job's own facts written by an earlier, interrupted run
+        (whose graph writes were rolled back with its unfinished transaction).
+        """
+        if triples:
+            memories = dict(written)
+            memories.update(_same_source_facts(conn, deduped, src))
+            if src.memory_id:
+                memories[src.memory_id] = src.text
+            conn.execute("SAVEPOINT job_graph")
             try:
-                result.graph = self.db.write(lambda c: graph.persist(
-                    c, ex.entities, agent_id=src.agent_id, memories=linked, job_id=job.id))
-            except Exception as exc:  # graph failure is non-fatal by design (spec): log it, keep the facts
+                result.graph = graph.persist(conn, triples, agent_id=src.agent_id, memories=memories, job_id=job.id)
+            except Exception as exc:  # graph failure is non-fatal by design (spec): roll it back, keep the facts
+                conn.execute("ROLLBACK TO job_graph")
                 log.exception("pipeline: graph persistence for job %s failed", job.id)
                 result.graph_error = str(exc)[:300]
+            conn.execute("RELEASE job_graph")
         if src.memory_id:
-            mid = src.memory_id
-            self.db.write(lambda c: c.execute(
-                "UPDATE memories SET extraction_status = 'completed', extraction_model = ? WHERE id = ?",
-                (f"{self.llm.name}:{self.llm.model}", mid)))
-        return result.as_dict()
+            conn.execute("UPDATE memories SET extraction_status = 'completed', extraction_model = ? WHERE id = ?",
+                         (f"{self.llm.name}:{self.llm.model}", src.memory_id))
+        return self._complete(conn, job, result.as_dict())
+
+    @staticmethod
+    def _complete(conn: Any, job: queue.Job, result: dict[str, Any]) -> dict[str, Any]:
+        if not queue.complete(conn, job.id, result, attempt=job.attempts):
+            raise LeaseLost(f"job {job.id} attempt {job.attempts}: the lease was taken over")
+        return result
+
+
+def _same_source_facts(conn: Any, ids: list[str], src: Source) -> dict[str, str]:
+    """id -> content of the live memories among ``ids`` that the pipeline derived from ``src``."""
+    if not ids:
+        return {}
+    marks = ",".join("?" for _ in ids)
+    rows = conn.execute(
+        f"SELECT id, content FROM memories WHERE id IN ({marks}) AND is_deleted = 0 AND source_type = 'pipeline'"
+        " AND source_id = ? AND agent_id = ?", (*ids, src.ref, src.agent_id)).fetchall()
+    return {str(r[0]): str(r[1]) for r in rows}
 
 
 class Worker:
@@ -238,14 +292,15 @@ class Worker:
             with self._lock:
                 self.current[name] = job.id
             try:
-                result = self.processor.run(job)
+                self.processor.run(job)  # completes the job in its last transaction
+            except LeaseLost as exc:
+                log.warning("pipeline: %s; this run's graph and completion were rolled back", exc)
             except (LlmError, PermanentJobError) as exc:
                 self._failed(job, str(exc), permanent=isinstance(exc, PermanentJobError))
             except Exception as exc:  # a bug in one job must not kill the worker; the job records it
                 log.exception("pipeline: job %s crashed", job.id)
                 self._failed(job, f"{type(exc).__name__}: {exc}", permanent=False)
             else:
-                self.db.write(functools.partial(queue.complete, job_id=job.id, result=result))
                 with self._lock:
                     self.consecutive_failures = 0
                     self.backoff_until = None
@@ -264,8 +319,11 @@ class Worker:
 
     def _failed(self, job: queue.Job, error: str, *, permanent: bool) -> None:
         try:
-            status = self.db.write(lambda c: queue.fail(c, job.id, error, permanent=permanent))
+            status = self.db.write(lambda c: queue.fail(c, job.id, error, permanent=permanent, attempt=job.attempts))
         except RuntimeError:
+            return
+        if status is None:
+            log.warning("pipeline: job %s failed after its lease was taken over (not recorded): %s", job.id, error)
             return
         log.warning("pipeline: job %s failed (attempt %d/%d, now %s): %s", job.id, job.attempts, job.max_attempts,
                     status, error)

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
+from signet.search import context
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 
@@ -110,6 +111,68 @@ def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[.
             fixed = (await c.post("/api/repair/check-fts", json={"repair": True})).json()
             assert fixed == {"memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True, "rebuilt": True}
             assert answer in await recalled()
+
+    try:
+        asyncio.run(scenario())
+    finally:
+        rt.stop()
+
+
+def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Callable[..., Workspace]) -> None:
+    """``force: true`` rebuilds both keyword indexes even when the check reports them consistent.
+
+    The drift here keeps every row count and passes FTS5's integrity check: one memory's thread
+    context in memories_ctx_fts is emptied, so recall's keyword leg misses the answer.
+    ``repair`` alone leaves it broken; ``force`` restores it, and rebuilds memories_fts (the
+    content index) in the same write: seen in its storage, which a rebuild writes as one
+    segment where the two remembers wrote one segment each.
+    """
+    rt = start_runtime(make_workspace(embedding="none"))
+    app = create_app(rt, manage_runtime=False)
+    thread = {"source_type": "session", "source_id": "trip-chat"}
+
+    async def scenario() -> None:
+        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
+            await c.post("/api/memory/remember", json={"content": "where did you go on your road trip?", **thread})
+            answer = (await c.post("/api/memory/remember",
+                                   json={"content": "Woodhaven, a small town in the Midwest", **thread})).json()["id"]
+            seq = rt.db.read(lambda conn: conn.execute("SELECT seq FROM memories WHERE id = ?", (answer,)).fetchone()[0])
+            context_before = rt.db.read(lambda conn: context.context_of(conn, seq))
+            assert context_before and "road trip" in context_before
+
+            async def recalled() -> list[str]:
+                r = await c.post("/api/memory/recall", json={"query": "road trip"})
+                assert r.status_code == 200 and r.json()["method"] == "fts", r.text
+                return [hit["id"] for hit in r.json()["results"]]
+
+            async def legacy(q: str) -> list[str]:
+                r = await c.get("/memory/search", params={"q": q})
+                assert r.status_code == 200, r.text
+                return [hit["id"] for hit in r.json()["results"]]
+
+            assert answer in await recalled() and await legacy("Woodhaven") == [answer]
+
+            def segments(conn: Any) -> int:
+                return int(conn.execute("SELECT COUNT(*) FROM memories_fts_data WHERE id > 10").fetchone()[0])
+
+            assert rt.db.read(segments) == 2
+            rt.db.write(lambda conn: conn.execute("UPDATE memories_ctx_fts SET context = '' WHERE rowid = ?", (seq,)))
+            consistent = {"memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True}
+            assert answer not in await recalled()
+            assert (await c.post("/api/repair/check-fts")).json() == {**consistent, "rebuilt": False}
+            assert (await c.post("/api/repair/check-fts", json={"repair": True})).json() == {
+                **consistent, "rebuilt": False}
+            assert answer not in await recalled() and rt.db.read(segments) == 2
+
+            forced = (await c.post("/api/repair/check-fts", json={"force": True})).json()
+            assert forced == {**consistent, "rebuilt": True}
+            assert rt.db.read(lambda conn: context.context_of(conn, seq)) == context_before
+            assert answer in await recalled() and await legacy("Woodhaven") == [answer]
+            assert rt.db.read(segments) == 1
+
+            for bad in ({"force": "maybe"}, {"forse": True}):
+                r = await c.post("/api/repair/check-fts", json=bad)
+                assert r.status_code == 422 and r.json()["code"] == "invalid_request", r.text
 
     try:
         asyncio.run(scenario())

@@ -8,10 +8,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
+from signet.models import ErrorResponse, StrictModel
 from signet.search import context
 from signet.store.sqlite import sqlite3
 
-router = APIRouter(tags=["repair"])
+router = APIRouter(tags=["repair"], responses={422: {"model": ErrorResponse}})
 
 
 class SweepResponse(BaseModel):
@@ -24,8 +25,13 @@ class SweepResponse(BaseModel):
     dead_jobs: int
 
 
-class FtsCheckRequest(BaseModel):
-    repair: bool = False
+class FtsCheckRequest(StrictModel):
+    repair: bool = Field(False, description="rebuild both keyword indexes when the check finds them inconsistent")
+    force: bool = Field(
+        False,
+        description="rebuild both keyword indexes whatever the check finds: for drift the check cannot see, "
+                    "such as a memory's stale thread context in memories_ctx_fts (same row counts, intact FTS5 index)",
+    )
 
 
 class FtsCheckResponse(BaseModel):
@@ -34,7 +40,7 @@ class FtsCheckResponse(BaseModel):
     context_indexed: int = Field(
         description="rows in memories_ctx_fts (content + thread context: recall's keyword leg)")
     consistent: bool
-    rebuilt: bool
+    rebuilt: bool = Field(description="whether this call rebuilt the indexes")
 
 
 class EmbeddingGapsResponse(BaseModel):
@@ -52,7 +58,8 @@ def retention_sweep(runtime: RuntimeDep) -> SweepResponse:
 
 @router.post("/api/repair/check-fts", response_model=FtsCheckResponse)
 def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCheckResponse:
-    """Compare both keyword indexes with the memories table; ``repair`` rebuilds them when they differ.
+    """Compare both keyword indexes with the memories table; ``repair`` rebuilds them when they differ,
+    ``force`` rebuilds them in any case.
 
     Both are rebuilt together, in one write: recall's keyword leg reads ``memories_ctx_fts``
     and the legacy keyword-only search reads ``memories_fts``, and a repair that fixed one
@@ -78,7 +85,7 @@ def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCh
     memories, indexed, context_indexed, ok = runtime.db.write(count)
     consistent = ok and memories == indexed == context_indexed
     rebuilt = False
-    if not consistent and body is not None and body.repair:
+    if body is not None and (body.force or (body.repair and not consistent)):
         runtime.db.write(rebuild)
         rebuilt = True
         memories, indexed, context_indexed, ok = runtime.db.write(count)

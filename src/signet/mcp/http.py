@@ -1,10 +1,10 @@
 """``/mcp`` on the daemon: the same MCP tools over Streamable HTTP.
 
 Tools reach the daemon's own HTTP API in-process (``httpx.ASGITransport`` over the app),
-carrying the MCP request's ``Authorization`` header and peer address. So a tool call
-passes the same auth, scope and rate-limit checks as the equivalent API call and runs the
-same handler: results are identical to the HTTP API and to ``signet mcp`` by construction,
-not by a second implementation.
+carrying the MCP request's ``Authorization`` and ``X-Signet-Agent`` headers and peer
+address. So a tool call passes the same auth, scope and rate-limit checks as the equivalent
+API call and runs the same handler: results are identical to the HTTP API and to
+``signet mcp`` by construction, not by a second implementation.
 
 The server is stateless with JSON responses: each POST is answered on its own, nothing is
 kept between requests, and any MCP client (or curl) can call it.
@@ -46,8 +46,10 @@ log = logging.getLogger(__name__)
 PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 READY_TIMEOUT = 30.0
-# Request headers a tool call carries over to the API call it makes.
-FORWARDED = ("authorization", "host", "x-forwarded-for", "x-real-ip")
+# Request headers a tool call carries over to the API call it makes. ``x-signet-agent`` is
+# how a local caller names its agent (the auth layer scopes reads and owns writes by it), so
+# an MCP client that sends it acts as that agent here exactly as on /api.
+FORWARDED = ("authorization", "host", "x-forwarded-for", "x-real-ip", "x-signet-agent")
 
 
 class McpEndpoint:

@@ -61,12 +61,24 @@ class DaemonLink:
         yield self.client
 
 
+AGENT_HEADER = "X-Signet-Agent"
+
+
 def serve_stdio(
     url: str | None = None, *, token: str | None = None, start_daemon: bool = False,
-    workspace_root: Path | None = None, timeout: float = 30.0,
+    workspace_root: Path | None = None, timeout: float = 30.0, agent: str | None = None,
 ) -> None:
-    """Run until stdin closes."""
-    link = DaemonLink(AsyncSignetClient(url, token=token, actor="mcp", timeout=timeout), start_daemon=start_daemon)
+    """Run until stdin closes.
+
+    ``agent`` (``signet mcp --agent``) goes out as ``X-Signet-Agent`` on every daemon call:
+    the header is how a local caller names its agent to the daemon's auth layer, which then
+    stores its memories under that agent and scopes its reads by the roster. Without it a
+    local MCP client could only act as nobody (unscoped). When the daemon authenticates a token
+    (team mode, hybrid with a token) the token's scope decides and the header is ignored.
+    """
+    headers = {AGENT_HEADER: agent} if agent else None
+    client = AsyncSignetClient(url, token=token, actor="mcp", timeout=timeout, headers=headers)
+    link = DaemonLink(client, start_daemon=start_daemon)
     server = build_server(link.session, workspace_root)
 
     async def main() -> None:

@@ -50,19 +50,24 @@ def _add(conn: Any, n: int, who: str | None, project: str | None) -> None:
     )
 
 
-def test_speaker_names_are_read_incrementally_per_project() -> None:
+def test_only_names_said_by_a_large_share_of_the_scope_are_dominant() -> None:
     conn = _conn()
     names = SpeakerNames()
     names.refresh(conn)
-    assert names.keys() == set()
-    _add(conn, 1, "Caroline Smith", "a")
-    _add(conn, 2, None, "a")
-    _add(conn, 3, "Melanie", "b")
+    assert names.dominant() == set()
+    n = 0
+    for who, project, count in (("Caroline Smith", "a", 5), ("Melanie", "a", 5), (None, "a", 2),
+                                ("Priya", "b", 1), ("Jon", "b", 9)):
+        for _ in range(count):
+            n += 1
+            _add(conn, n, who, project)
     names.refresh(conn)
-    assert names.keys("a") == {"caroline", "smith"}
-    assert names.keys("b") == {"melanie"}
-    assert names.keys() == {"caroline", "smith", "melanie"}
-    _add(conn, 4, "Jon", "a")
+    assert names.dominant("a") == {"caroline", "smith", "melanie"}  # 5/12 each
+    assert names.dominant("b") == {"jon"}  # Priya said 1 of 10: her name stays a keyword
+    assert names.dominant() == {"caroline", "smith", "melanie", "jon"}  # 5/22, 5/22, 9/22; Priya 1/22
+    assert names.dominant("nope") == set()
+    for _ in range(40):  # incremental: only the new rows are read, and shares move
+        n += 1
+        _add(conn, n, "Zed", "a")
     names.refresh(conn)
-    assert names.keys("a") == {"caroline", "smith", "jon"}
-    assert names.keys("nope") == set()
+    assert names.dominant("a") == {"zed"}

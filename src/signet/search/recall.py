@@ -12,8 +12,8 @@ so one leg cannot drown the other by default:
 where ``bm25_norm = |bm25| / max |bm25|`` over the pool. (The spec's ``1 / (1 + |bm25|)``
 is inverted: it gives the *best* keyword match the *lowest* score; see docs/recall.md.)
 Then small query-side nudges (who said it, question lines, time anchors for "when"
-questions: signet.search.rank), with the names of known speakers left out of the keyword
-query (signet.search.speakers). When vectors are unavailable the response says so and
+questions: signet.search.rank), with the names of people who said a large share of the
+memories in scope left out of the keyword query (signet.search.speakers). When vectors are unavailable the response says so and
 ``method`` is ``fts``. The whole path, step by step: docs/recall.md.
 """
 
@@ -130,7 +130,7 @@ class Recaller:
         candidates: dict[str, Candidate] = {}
         project = flt.project if flt.project is not None else flt.scope.project
         self.db.read(self.speakers.refresh)
-        match = recall_match_expression(query, drop=self.speakers.keys(project))
+        match = recall_match_expression(query, drop=self.speakers.dominant(project))
         vec_ok, reason = self.vector_state()
         # alpha = 0 is a keyword-only request (legacy search): skip the vector leg entirely.
         want_vec = vec_ok and alpha > 0 and bool(query.strip())

@@ -1,12 +1,16 @@
-"""Who has spoken: the name keys of stored ``who`` values, per project, kept incrementally.
+"""Who has spoken, and how much: per project, the memories said by each name, kept incrementally.
 
-Recall leaves a person's name out of the keyword query when that person said stored
-memories (signet.search.fts.recall_match_expression): the who-boost (signet.search.rank)
-already favours their lines, and the name as a keyword matches every line that carries it
-(measured on LoCoMo: docs/benchmarks.md). Knowing who has spoken must not cost a scan per
-recall, so the names are read once and then only for memories added since (``seq`` grows
-monotonically; ``MAX(seq)`` is an O(1) rowid lookup). A name stays known after its memories
-are deleted: the cost of a stale name is one keyword fewer, never a wrong result.
+Recall leaves a person's name out of the keyword query when that person said a large share
+(:data:`DOMINANT_SHARE`) of the memories in scope (signet.search.fts.recall_match_expression):
+in a two-person conversation each name is on half the lines, so as a keyword it matches
+everything and ranks nothing, while the who-boost (signet.search.rank) already favours the
+named person's lines. A name said by few memories stays in the query: there it is the most
+selective word (measured: dropping every speaker's name cost 0.16 of the source-found rate
+at 100,000 synthetic memories with dozens of people; docs/benchmarks.md).
+
+Knowing who has spoken must not cost a scan per recall, so the counts are read once and then
+only for memories added since (``seq`` grows monotonically; ``MAX(seq)`` is an O(1) rowid
+lookup). Deletions are not subtracted: a stale count can only keep or drop one keyword.
 """
 
 from __future__ import annotations
@@ -16,12 +20,16 @@ from typing import Any
 
 from signet.search.rank import name_keys
 
+DOMINANT_SHARE = 0.2
+"""A name said by at least this share of the memories in scope is too common to search for."""
+
 
 class SpeakerNames:
     def __init__(self) -> None:
         self._lock = threading.Lock()
         self._seen_seq = 0
-        self._by_project: dict[str | None, set[str]] = {}
+        self._said: dict[str | None, dict[str, int]] = {}  # project -> name key -> memories said
+        self._total: dict[str | None, int] = {}  # project -> memories
 
     def refresh(self, conn: Any) -> None:
         """Read the ``who`` values of memories stored since the last call."""
@@ -31,20 +39,28 @@ class SpeakerNames:
         if top <= since:
             return
         rows = conn.execute(
-            "SELECT DISTINCT project, who FROM memories WHERE seq > ? AND seq <= ? AND who IS NOT NULL",
+            "SELECT project, who, COUNT(*) FROM memories WHERE seq > ? AND seq <= ? GROUP BY project, who",
             (since, top),
         ).fetchall()
         with self._lock:
-            for project, who in rows:
-                self._by_project.setdefault(project, set()).update(name_keys(who))
-            self._seen_seq = max(self._seen_seq, top)
+            if self._seen_seq != since:
+                return  # another thread counted this range meanwhile
+            for project, who, count in rows:
+                self._total[project] = self._total.get(project, 0) + int(count)
+                said = self._said.setdefault(project, {})
+                for key in name_keys(who):
+                    said[key] = said.get(key, 0) + int(count)
+            self._seen_seq = top
 
-    def keys(self, project: str | None = None) -> set[str]:
-        """Name keys of speakers in ``project`` (every project when None)."""
+    def dominant(self, project: str | None = None, share: float = DOMINANT_SHARE) -> set[str]:
+        """Name keys said by at least ``share`` of the memories of ``project`` (all projects when None)."""
         with self._lock:
-            if project is not None:
-                return set(self._by_project.get(project, ()))
-            out: set[str] = set()
-            for keys in self._by_project.values():
-                out |= keys
-            return out
+            projects = [project] if project is not None else list(self._total)
+            total = sum(self._total.get(p, 0) for p in projects)
+            if total == 0:
+                return set()
+            said: dict[str, int] = {}
+            for p in projects:
+                for key, n in self._said.get(p, {}).items():
+                    said[key] = said.get(key, 0) + n
+            return {key for key, n in said.items() if n >= share * total}

@@ -14,6 +14,7 @@ import pytest
 
 from signet.config import EmbeddingSettings
 from signet.daemon.app import create_app
+from signet.daemon.runtime import Runtime
 from signet.embedding.base import EmbeddingError
 from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
 from signet.embedding.service import QueryEmbeddingPaused
@@ -102,6 +103,14 @@ def test_unreachable_provider_is_loud(make_workspace: Callable[..., Workspace]) 
         rt.stop()
 
 
+def _ollama_runtime(fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]) -> Runtime:
+    """A started runtime whose embedder is the fake Ollama server (1 s timeout)."""
+    ws = make_workspace(embedding="ollama")
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "timeout": 1.0})
+    return start_runtime(ws)
+
+
 @pytest.mark.parametrize(("outage", "why"), [
     ("down500", "HTTP 500"), ("garbage", "invalid JSON"), ("hang", "timed out"), ("refused", "unreachable"),
 ])
@@ -113,10 +122,7 @@ def test_recall_falls_back_to_keywords_when_the_query_embedding_fails(
     Every route that recalls goes through the same path: POST /api/memory/recall, GET
     /api/memory/search and the async SDK client the MCP tools call (over the real app).
     """
-    ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0})
-    rt = start_runtime(ws)
+    rt = _ollama_runtime(fake, make_workspace)
     try:
         orchard = rt.service.remember(RememberRequest(content="apples and pears grow in the orchard")).id
         rt.service.remember(RememberRequest(content="the server room is cold"))
@@ -165,10 +171,7 @@ def test_modify_keeps_working_when_the_embedder_fails(
     The memory is left pending, exactly like a fresh remember, and the background embedder
     gives it the vector of its *new* content once the provider answers again.
     """
-    ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0})
-    rt = start_runtime(ws)
+    rt = _ollama_runtime(fake, make_workspace)
     try:
         one = rt.service.remember(RememberRequest(content="apples and pears grow in the orchard")).id
         two = rt.service.remember(RememberRequest(content="the server room is cold")).id
@@ -354,10 +357,7 @@ def test_pipeline_fact_embedding_catches_embedder_failures_only(
     bug in the embedding path (any other exception) is not swallowed: the job records it."""
     from signet.pipeline.writes import Writer, WriteReport
 
-    ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0})
-    rt = start_runtime(ws)
+    rt = _ollama_runtime(fake, make_workspace)
     try:
         writer = Writer(rt.service, rt.settings.memory.pipeline)
         report = WriteReport()

@@ -72,6 +72,14 @@ def test_fts_check_and_rebuild(api: TestClient, runtime: Runtime) -> None:
     assert gaps["provider"] == "local" and gaps["pending"] >= 0
 
 
+async def _remember_trip_thread(c: httpx.AsyncClient) -> str:
+    """A question and its answer in one thread; returns the answer's id (findable by its context)."""
+    thread = {"source_type": "session", "source_id": "trip-chat"}
+    await c.post("/api/memory/remember", json={"content": "where did you go on your road trip?", **thread})
+    r = await c.post("/api/memory/remember", json={"content": "Woodhaven, a small town in the Midwest", **thread})
+    return str(r.json()["id"])
+
+
 def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[..., Workspace]) -> None:
     """Recall's keyword leg reads memories_ctx_fts; emptied, recall finds nothing until the repair.
 
@@ -81,13 +89,10 @@ def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[.
     """
     rt = start_runtime(make_workspace(embedding="none"))
     app = create_app(rt, manage_runtime=False)
-    thread = {"source_type": "session", "source_id": "trip-chat"}
 
     async def scenario() -> None:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
-            await c.post("/api/memory/remember", json={"content": "where did you go on your road trip?", **thread})
-            answer = (await c.post("/api/memory/remember",
-                                   json={"content": "Woodhaven, a small town in the Midwest", **thread})).json()["id"]
+            answer = await _remember_trip_thread(c)
 
             async def recalled() -> list[str]:
                 r = await c.post("/api/memory/recall", json={"query": "road trip"})
@@ -129,13 +134,10 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
     """
     rt = start_runtime(make_workspace(embedding="none"))
     app = create_app(rt, manage_runtime=False)
-    thread = {"source_type": "session", "source_id": "trip-chat"}
 
     async def scenario() -> None:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
-            await c.post("/api/memory/remember", json={"content": "where did you go on your road trip?", **thread})
-            answer = (await c.post("/api/memory/remember",
-                                   json={"content": "Woodhaven, a small town in the Midwest", **thread})).json()["id"]
+            answer = await _remember_trip_thread(c)
             seq = rt.db.read(lambda conn: conn.execute("SELECT seq FROM memories WHERE id = ?", (answer,)).fetchone()[0])
             context_before = rt.db.read(lambda conn: context.context_of(conn, seq))
             assert context_before and "road trip" in context_before

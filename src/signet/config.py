@@ -95,10 +95,10 @@ class MemorySettings(Section):
 
 
 class RetentionSettings(Section):
-    tombstone_days: float = Field(30, ge=0)
-    history_days: float = Field(180, ge=0)
-    completed_job_days: float = Field(14, ge=0)
-    dead_job_days: float = Field(30, ge=0)
+    tombstone_days: float = Field(30, ge=0, le=36500)
+    history_days: float = Field(180, ge=0, le=36500)
+    completed_job_days: float = Field(14, ge=0, le=36500)
+    dead_job_days: float = Field(30, ge=0, le=36500)
     batch_limit: int = Field(500, ge=1)
     interval_hours: float = Field(6, gt=0)
 

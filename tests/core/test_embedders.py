@@ -391,3 +391,46 @@ def test_local_model_failures_are_embedding_errors() -> None:
     emb._st = FailingModel()
     with pytest.raises(EmbeddingError, match=r"local embedding failed: RuntimeError: .*not enough memory"):
         emb.embed(["anything"])
+
+
+def test_background_embedder_survives_database_errors_and_reports_a_crash(
+    make_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A database error in a batch is retried (the memory still gets its vector); a bug that
+    kills the background thread shows in status as degraded with the reason, instead of a
+    "ready" embedder that silently never embeds again."""
+    from signet.embedding.service import EmbeddingService
+    from signet.store.sqlite import sqlite3 as sqlite
+
+    real = EmbeddingService._embed_pending_batch
+    calls = {"n": 0}
+
+    def flaky(self: EmbeddingService) -> bool:
+        calls["n"] += 1
+        if calls["n"] == 1:
+            raise sqlite.OperationalError("database or disk is full")
+        return real(self)
+
+    monkeypatch.setattr(EmbeddingService, "_embed_pending_batch", flaky)
+    rt = start_runtime(make_workspace(embedding="local"))
+    try:
+        rt.service.remember(RememberRequest(content="otters hold hands while they sleep"))
+        assert rt.embeddings.wait_idle(60) and calls["n"] >= 2
+        assert rt.embeddings.last_batch_error is None  # cleared by the successful retry
+        assert rt.service.status("ws", "db").status == "ok"
+
+        def broken(self: EmbeddingService) -> bool:
+            raise KeyError("a bug")
+
+        monkeypatch.setattr(EmbeddingService, "_embed_pending_batch", broken)
+        rt.service.remember(RememberRequest(content="a memory the dead thread never embeds"))
+        deadline = time.monotonic() + 30
+        while rt.embeddings.stopped_error is None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        status = rt.service.status("ws", "db")
+        assert status.status == "degraded"
+        assert any("background embedder stopped: KeyError('a bug')" in w for w in status.warnings)
+        # Recall still uses the vectors it has.
+        assert rt.service.recall(RecallRequest(query="sea mammals sleeping")).method == "hybrid"
+    finally:
+        rt.stop()

@@ -94,3 +94,10 @@ def test_migrations_blank_rerun_and_checksum(tmp_path: Path) -> None:
     assert conn.execute("SELECT name FROM sqlite_master WHERE name = 'ok_t'").fetchone() is None
     assert 1000 not in {r[0] for r in conn.execute("SELECT version FROM schema_migrations")}
     conn.close()
+
+
+def test_retention_windows_are_bounded() -> None:
+    # A window past what a datetime can subtract would crash every retention sweep.
+    with pytest.raises(ConfigError, match=r"retention\.tombstone_days"):
+        parse_settings({"retention": {"tombstone_days": 1_000_000}})
+    assert parse_settings({"retention": {"history_days": 36500}}).retention.history_days == 36500

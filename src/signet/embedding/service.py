@@ -27,6 +27,7 @@ from signet.config import EmbeddingSettings
 from signet.embedding.base import Embedder, EmbeddingError, Vectors
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
+from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -86,6 +87,7 @@ class EmbeddingService:
         self.state: State = "disabled" if settings.provider == "none" else "loading"
         self.error: str | None = None if settings.provider != "none" else "embedding provider is 'none'"
         self.last_batch_error: str | None = None
+        self.stopped_error: str | None = None
         self.embedder: Embedder | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -140,6 +142,22 @@ class EmbeddingService:
         return False
 
     def _run(self) -> None:
+        """The background embedder: load, then embed pending memories until stopped.
+
+        Provider failures and database errors (disk full, a locked or corrupt file) are
+        retried with backoff and shown in ``last_batch_error``; anything else is a bug: it
+        is logged with its traceback and recorded in ``stopped_error``, which status reports
+        (``degraded``, with the reason), so it never looks as if new memories were still
+        being embedded. Recall keeps using the vectors already indexed.
+        """
+        try:
+            self._loop()
+        except Exception as exc:  # logged with its traceback and surfaced in status
+            log.exception("background embedder stopped")
+            self.stopped_error = (f"background embedder stopped: {exc!r}; new memories get no vectors "
+                                  "until the daemon restarts (signet restart)")
+
+    def _loop(self) -> None:
         lower_priority()
         backoff = 1.0
         while not self._stop.is_set():
@@ -155,9 +173,9 @@ class EmbeddingService:
                     continue
             try:
                 did = self._embed_pending_batch()
-            except EmbeddingError as exc:
+            except (EmbeddingError, sqlite3.Error) as exc:
                 self.last_batch_error = str(exc)
-                log.warning("embedding batch failed: %s", exc)
+                log.warning("embedding batch failed (retrying): %s", exc)
                 self._stop.wait(min(backoff, 60.0))
                 backoff *= 2
                 continue

@@ -679,6 +679,8 @@ class MemoryService:
             warnings.append(f"VECTOR SEARCH IS OFF: {vs.reason}")
         if emb.last_batch_error:
             warnings.append(f"embedding errors: {emb.last_batch_error}")
+        if emb.stopped_error:
+            warnings.append(emb.stopped_error)
         if c["stale"]:
             warnings.append(f"{c['stale']} memories were embedded with another model; they are being re-embedded")
         active = c["active"]
@@ -690,7 +692,7 @@ class MemoryService:
             pending=max(active - c["embedded"], 0), stale_model=c["stale"],
         )
         return StatusResponse(
-            status="ok" if vs.available else "degraded", version=__version__, pid=os.getpid(),
+            status="ok" if vs.available and not emb.stopped_error else "degraded", version=__version__, pid=os.getpid(),
             uptime_s=round(time.time() - self.started, 3), workspace=workspace, database=database,
             memories={k: c[k] for k in ("total", "active", "deleted", "pinned")},
             embedding=embedding, vector_search=vs, warnings=warnings,

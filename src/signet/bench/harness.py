@@ -54,13 +54,12 @@ def wait_vectors(rt: Runtime, timeout: float = 1800.0, progress: Progress = no_p
     """Wait until every ingested memory has its vector (no-op without an embedder)."""
     if rt.settings.embedding.provider == "none":
         return
-    total = rt.embeddings.pending_count()
+    emb = rt.embeddings
+    total = emb.pending_count()
     deadline = time.monotonic() + timeout
-    while total and time.monotonic() < deadline:
-        # Short waits so the bar moves; wait_idle itself wakes the background embedder.
-        if rt.embeddings.wait_idle(timeout=1.0):
-            break
-        progress("embed memories", max(total - rt.embeddings.pending_count(), 0), total)
-    if not rt.embeddings.wait_idle(timeout=max(deadline - time.monotonic(), 0.1)):
-        raise RuntimeError(f"embeddings did not finish: {rt.embeddings.pending_count()} pending")
+    # One-second waits so the bar moves; wait_idle itself wakes the background embedder.
+    while not emb.wait_idle(timeout=1.0):
+        if emb.state in ("unavailable", "disabled") or time.monotonic() > deadline:
+            raise RuntimeError(f"embeddings did not finish: {emb.pending_count()} pending ({emb.error or emb.state})")
+        progress("embed memories", max(total - emb.pending_count(), 0), total)
     progress("embed memories", total, total)

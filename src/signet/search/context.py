@@ -28,6 +28,7 @@ The legacy keyword-only search (``alpha`` = 0) keeps using ``memories_fts`` (con
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 CONTEXT_BEFORE = 3
@@ -67,15 +68,27 @@ def _followers(row: str) -> str:
     )
 
 
-_REFRESH = "UPDATE memories_ctx_fts SET context = " + _context_of("memories_ctx_fts.rowid")
+def _followers_of(row: str) -> str:
+    """Migration 6: SQL condition on ``rowid``: the memories whose context includes memory ``row``."""
+    return f"rowid IN ({_followers(row)})"
 
-RECALL_SCHEMA = f"""
-CREATE INDEX IF NOT EXISTS idx_memories_thread ON memories(source_id, seq) WHERE source_id IS NOT NULL;
-CREATE VIRTUAL TABLE IF NOT EXISTS memories_ctx_fts USING fts5(content, context, tokenize='unicode61');
-INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_context_of("m.seq")} FROM memories m;
-CREATE TRIGGER IF NOT EXISTS memories_ctx_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_ctx_fts(rowid, content, context) VALUES (new.seq, new.content, {_context_of("new.seq")});
-    {_REFRESH} WHERE rowid IN ({_followers("new")});
+
+def _reindex_all(context: Callable[[str], str]) -> str:
+    """Index every memory with the context ``context`` computes."""
+    return (f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {context('m.seq')}"
+            " FROM memories m;")
+
+
+def _triggers(context: Callable[[str], str], affected: Callable[[str], str]) -> str:
+    """The three triggers that keep ``memories_ctx_fts`` right on every write.
+
+    ``context(seq)`` is the SQL expression of a memory's context; ``affected(row)`` the SQL
+    condition on ``rowid`` selecting the memories whose context includes ``row`` (old/new).
+    """
+    refresh = "UPDATE memories_ctx_fts SET context = " + context("memories_ctx_fts.rowid")
+    return f"""CREATE TRIGGER IF NOT EXISTS memories_ctx_ai AFTER INSERT ON memories BEGIN
+    INSERT INTO memories_ctx_fts(rowid, content, context) VALUES (new.seq, new.content, {context("new.seq")});
+    {refresh} WHERE {affected("new")};
 END;
 CREATE TRIGGER IF NOT EXISTS memories_ctx_au AFTER UPDATE OF content, is_deleted, source_id, source_type, project,
     agent_id ON memories
@@ -83,14 +96,21 @@ CREATE TRIGGER IF NOT EXISTS memories_ctx_au AFTER UPDATE OF content, is_deleted
       OR old.source_id IS NOT new.source_id OR old.source_type IS NOT new.source_type
       OR old.project IS NOT new.project OR old.agent_id IS NOT new.agent_id
 BEGIN
-    UPDATE memories_ctx_fts SET content = new.content, context = {_context_of("new.seq")} WHERE rowid = new.seq;
-    {_REFRESH} WHERE rowid IN ({_followers("old")}) OR rowid IN ({_followers("new")});
+    UPDATE memories_ctx_fts SET content = new.content, context = {context("new.seq")} WHERE rowid = new.seq;
+    {refresh} WHERE {affected("old")} OR {affected("new")};
 END;
 CREATE TRIGGER IF NOT EXISTS memories_ctx_ad AFTER DELETE ON memories BEGIN
     DELETE FROM memories_ctx_fts WHERE rowid = old.seq;
-    {_REFRESH} WHERE rowid IN ({_followers("old")});
+    {refresh} WHERE {affected("old")};
 END;
 """
+
+
+RECALL_SCHEMA = f"""
+CREATE INDEX IF NOT EXISTS idx_memories_thread ON memories(source_id, seq) WHERE source_id IS NOT NULL;
+CREATE VIRTUAL TABLE IF NOT EXISTS memories_ctx_fts USING fts5(content, context, tokenize='unicode61');
+{_reindex_all(_context_of)}
+{_triggers(_context_of, _followers_of)}"""
 """Migration 6 (frozen: its checksum is recorded in every store that applied it)."""
 
 
@@ -122,42 +142,20 @@ def _neighbours(row: str) -> str:
     )
 
 
-_REFRESH_WINDOW = "UPDATE memories_ctx_fts SET context = " + _window_of("memories_ctx_fts.rowid")
-
 CONTEXT_SCHEMA_V7 = f"""
 DROP TRIGGER IF EXISTS memories_ctx_ai;
 DROP TRIGGER IF EXISTS memories_ctx_au;
 DROP TRIGGER IF EXISTS memories_ctx_ad;
 DELETE FROM memories_ctx_fts;
-INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_window_of("m.seq")} FROM memories m;
-CREATE TRIGGER memories_ctx_ai AFTER INSERT ON memories BEGIN
-    INSERT INTO memories_ctx_fts(rowid, content, context) VALUES (new.seq, new.content, {_window_of("new.seq")});
-    {_REFRESH_WINDOW} WHERE {_neighbours("new")};
-END;
-CREATE TRIGGER memories_ctx_au AFTER UPDATE OF content, is_deleted, source_id, source_type, project,
-    agent_id ON memories
-    WHEN old.content IS NOT new.content OR old.is_deleted IS NOT new.is_deleted
-      OR old.source_id IS NOT new.source_id OR old.source_type IS NOT new.source_type
-      OR old.project IS NOT new.project OR old.agent_id IS NOT new.agent_id
-BEGIN
-    UPDATE memories_ctx_fts SET content = new.content, context = {_window_of("new.seq")} WHERE rowid = new.seq;
-    {_REFRESH_WINDOW} WHERE {_neighbours("old")} OR {_neighbours("new")};
-END;
-CREATE TRIGGER memories_ctx_ad AFTER DELETE ON memories BEGIN
-    DELETE FROM memories_ctx_fts WHERE rowid = old.seq;
-    {_REFRESH_WINDOW} WHERE {_neighbours("old")};
-END;
-"""
+{_reindex_all(_window_of)}
+{_triggers(_window_of, _neighbours)}"""
 """Migration 7: the context window before and after each memory."""
 
 
 def rebuild(conn: Any) -> int:
     """Re-index every memory with its context (repair); returns the number of rows indexed."""
     conn.execute("DELETE FROM memories_ctx_fts")
-    conn.execute(
-        f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {_window_of('m.seq')}"
-        " FROM memories m"
-    )
+    conn.execute(_reindex_all(_window_of))
     return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
 
 

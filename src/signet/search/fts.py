@@ -71,9 +71,9 @@ def prefix_term(term: str) -> str:
 def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None:
     """The MATCH expression recall uses: content words as stem prefixes, OR-ed.
 
-    ``drop`` removes terms (recall passes the names of people who said stored memories:
-    their lines are reached by the who-boost, and as keywords a speaker's name matches every
-    line that starts with it). When dropping would leave nothing, every term is kept.
+    ``drop`` removes terms (recall passes the names of people who said a large share of the
+    memories in scope, signet.search.speakers: as keywords they match nearly every line).
+    When dropping would leave nothing, every term is kept.
     """
     terms = query_terms(text)
     kept = [t for t in terms if t not in drop]

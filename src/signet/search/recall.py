@@ -13,8 +13,9 @@ where ``bm25_norm = |bm25| / max |bm25|`` over the pool. (The spec's ``1 / (1 + 
 is inverted: it gives the *best* keyword match the *lowest* score; see docs/recall.md.)
 Then small query-side nudges (who said it, question lines, time anchors for "when"
 questions: signet.search.rank), with the names of people who said a large share of the
-memories in scope left out of the keyword query (signet.search.speakers). When vectors are unavailable the response says so and
-``method`` is ``fts``. The whole path, step by step: docs/recall.md.
+memories in scope left out of the keyword query (signet.search.speakers). When vectors are
+unavailable the response says so and ``method`` is ``fts``. The whole path, step by step:
+docs/recall.md.
 """
 
 from __future__ import annotations
@@ -172,11 +173,11 @@ class Recaller:
             f = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else 0.0
             v = max(c.vector or 0.0, 0.0)
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
-        self._adjust(query, candidates)
+        rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
+        self._adjust(query, candidates, rows)
         ranked = sorted(
             (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
         )[:limit]
-        rows = self._rows([c.memory_id for c in ranked])
         hits: list[RecallHit] = []
         for c in ranked:
             row = rows.get(c.memory_id)
@@ -193,15 +194,13 @@ class Recaller:
             took_ms=(time.perf_counter() - started) * 1000,
         )
 
-    def _adjust(self, query: str, candidates: dict[str, Candidate]) -> None:
+    @staticmethod
+    def _adjust(query: str, candidates: dict[str, Candidate], rows: dict[str, Any]) -> None:
         """Query-side nudges (signet.search.rank): who said it, question lines, "when" anchors."""
         if not candidates:
             return
-        ids = list(candidates)
-        marks = ",".join("?" for _ in ids)
-        rows = self.db.read(lambda c: list(c.execute(f"SELECT id, who, content FROM memories WHERE id IN ({marks})", ids)))
-        who_of: dict[str, str | None] = {r[0]: r[1] for r in rows}
-        contents: dict[str, str] = {r[0]: r[2] for r in rows}
+        who_of: dict[str, str | None] = {mid: r["who"] for mid, r in rows.items()}
+        contents: dict[str, str] = {mid: r["content"] for mid, r in rows.items()}
         named = mentioned_who(query, set(who_of.values()))
         scores = boost_named({m: c.score for m, c in candidates.items()}, who_of, named)
         for mid, score in adjust_for_query(scores, contents, query).items():

@@ -30,6 +30,8 @@ class SpeakerNames:
         self._seen_seq = 0
         self._said: dict[str | None, dict[str, int]] = {}  # project -> name key -> memories said
         self._total: dict[str | None, int] = {}  # project -> memories
+        self._said_all: dict[str, int] = {}  # the same over every project (recall without a project)
+        self._total_all = 0
 
     def refresh(self, conn: Any) -> None:
         """Read the ``who`` values of memories stored since the last call."""
@@ -46,21 +48,20 @@ class SpeakerNames:
             if self._seen_seq != since:
                 return  # another thread counted this range meanwhile
             for project, who, count in rows:
-                self._total[project] = self._total.get(project, 0) + int(count)
+                n = int(count)
+                self._total[project] = self._total.get(project, 0) + n
+                self._total_all += n
                 said = self._said.setdefault(project, {})
                 for key in name_keys(who):
-                    said[key] = said.get(key, 0) + int(count)
+                    said[key] = said.get(key, 0) + n
+                    self._said_all[key] = self._said_all.get(key, 0) + n
             self._seen_seq = top
 
     def dominant(self, project: str | None = None, share: float = DOMINANT_SHARE) -> set[str]:
         """Name keys said by at least ``share`` of the memories of ``project`` (all projects when None)."""
         with self._lock:
-            projects = [project] if project is not None else list(self._total)
-            total = sum(self._total.get(p, 0) for p in projects)
-            if total == 0:
-                return set()
-            said: dict[str, int] = {}
-            for p in projects:
-                for key, n in self._said.get(p, {}).items():
-                    said[key] = said.get(key, 0) + n
-            return {key for key, n in said.items() if n >= share * total}
+            if project is None:
+                said, total = self._said_all, self._total_all
+            else:
+                said, total = self._said.get(project, {}), self._total.get(project, 0)
+            return {key for key, n in said.items() if total and n >= share * total}

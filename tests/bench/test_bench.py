@@ -146,6 +146,9 @@ def test_cli_rejects_a_file_in_the_wrong_layout(tmp_path: Path) -> None:
     bad.write_text(json.dumps({"not": "a list"}))
     res = CliRunner().invoke(app, ["bench", "longmemeval", str(bad), "--embedding", "none"])
     assert res.exit_code == 2 and "not a LongMemEval file" in res.output
+    bad.write_text(json.dumps([{"no": "conversation"}]))
+    res = CliRunner().invoke(app, ["bench", "locomo", str(bad), "--embedding", "none"])
+    assert res.exit_code == 2 and "not a LoCoMo file" in res.output
 
 
 def test_progress_is_reported(tmp_path: Path) -> None:

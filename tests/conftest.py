@@ -6,14 +6,17 @@
 - ``api``              a ``TestClient`` over the real FastAPI app of ``runtime`` (in-process)
 - ``daemon``           a real ``signet daemon`` subprocess (uvicorn) on a free loopback port
 - ``start_daemon``     factory for daemons on chosen workspaces (restart tests)
+- ``model_cache``      the session's ``SIGNET_MODEL_CACHE`` (ONNX export of the bundled model)
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -31,6 +34,21 @@ from signet.workspace import Workspace, setup_workspace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+
+# One model cache for the whole session, set before anything runs so every daemon subprocess
+# inherits it: the ONNX export is made once per session and never lands in the real home.
+# A cache given from outside (SIGNET_MODEL_CACHE) is used as is and kept.
+_OWN_MODEL_CACHE = "SIGNET_MODEL_CACHE" not in os.environ
+if _OWN_MODEL_CACHE:
+    os.environ["SIGNET_MODEL_CACHE"] = tempfile.mkdtemp(prefix="signet-test-models-")
+
+
+@pytest.fixture(scope="session", autouse=True)
+def model_cache() -> Iterator[Path]:
+    path = Path(os.environ["SIGNET_MODEL_CACHE"])
+    yield path
+    if _OWN_MODEL_CACHE:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def write_config(ws: Workspace, **sections: Any) -> None:

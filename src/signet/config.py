@@ -42,7 +42,10 @@ class EmbeddingSettings(Section):
         description="seconds recall skips query embedding after one failed (0: retry on every recall)",
     )
     batch_size: int = Field(32, ge=1, le=1024)
-    threads: int = Field(1, ge=0, le=256, description="CPU threads of the local model (0: torch default)")
+    threads: int = Field(1, ge=0, le=256, description="CPU threads of the local model (0: the runtime's default)")
+    backend: Literal["auto", "onnx", "torch"] = Field(
+        "auto", description="local model runtime: onnx (ONNX Runtime export of the bundled model), torch, or auto",
+    )
 
 
 class SearchSettings(Section):

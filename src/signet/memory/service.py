@@ -685,7 +685,7 @@ class MemoryService:
             warnings.append(f"{c['stale']} memories were embedded with another model; they are being re-embedded")
         active = c["active"]
         embedding = EmbeddingStatus(
-            provider=self.settings.embedding.provider, model=self.settings.embedding.model,
+            provider=self.settings.embedding.provider, model=self.settings.embedding.model, backend=emb.backend,
             dimensions=emb.embedder.dimensions if emb.embedder is not None else self.index.dimensions,
             state=emb.state, error=emb.error, embedded=c["embedded"], total=active,
             coverage=round(c["embedded"] / active, 4) if active else 1.0,

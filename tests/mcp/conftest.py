@@ -31,7 +31,9 @@ def stdio_params(ws: Workspace, port: int, *args: str, **env: str) -> StdioServe
     return StdioServerParameters(
         command=sys.executable, args=["-c", "from signet.cli.entry import run; run()", "mcp", *args],
         env={"SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
-             "PATH": os.environ.get("PATH", ""), **env},
+             "PATH": os.environ.get("PATH", ""),
+             # a daemon it starts keeps the session's model cache (tests/conftest.py), not the real home's
+             "SIGNET_MODEL_CACHE": os.environ["SIGNET_MODEL_CACHE"], **env},
     )
 
 

@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, cast
 
 import typer
 
@@ -126,3 +126,31 @@ def latency_cmd(
         typer.echo(json.dumps(report, indent=2))
     else:
         Console().print(latency.table(report))
+
+
+@bench_app.command("embed")
+def embed_cmd(
+    backend: Annotated[list[str] | None, typer.Option(
+        "--backend", help="Backends to compare, the first is the reference (default: torch, onnx).")] = None,
+    threads: Annotated[int, typer.Option(min=0, help="CPU threads (embedding.threads; 0: the runtime's).")] = 1,
+    queries: Annotated[int, typer.Option(min=1, help="Distinct questions embedded one at a time.")] = 100,
+    docs: Annotated[int, typer.Option(min=1, help="Memories embedded in batches.")] = 256,
+    batch: Annotated[int, typer.Option(min=1, help="Batch size for the memories.")] = 32,
+    rounds: Annotated[int, typer.Option(min=1, help="Alternating rounds over the backends.")] = 3,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """The bundled model per backend: load time, single-query p50/p95/p99, batch throughput."""
+    from signet.bench import embed
+    from signet.embedding.local import Backend
+
+    names = backend or ["torch", "onnx"]
+    for b in names:
+        if b not in ("torch", "onnx"):
+            raise typer.BadParameter(f"'{b}': choose torch or onnx", param_hint="--backend")
+    with _bars() as progress:
+        report = embed.run(cast(list[Backend], names), threads=threads, queries=queries, docs=docs,
+                           batch=batch, rounds=rounds, progress=progress)
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    _print(report, as_json)

@@ -186,3 +186,17 @@ def test_status_reports_the_backend(
         assert st.embedding.state == "ready" and st.embedding.dimensions == 384
     finally:
         rt.stop()
+
+
+def test_an_unwritable_cache_falls_back_to_torch(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory")
+    monkeypatch.setenv("SIGNET_MODEL_CACHE", str(blocker / "models"))
+    with pytest.raises(EmbeddingError, match=r"ONNX export into .* failed"):
+        LocalEmbedder(backend="onnx").load()
+    with caplog.at_level(logging.WARNING, logger="signet.embedding.local"):
+        emb = LocalEmbedder()
+        emb.load()
+    assert emb.backend_in_use == "torch" and "ONNX export into" in caplog.text and "NotADirectoryError" in caplog.text

@@ -202,7 +202,10 @@ def load(model_name: str, model_dir: Path, threads: int) -> OnnxModel:
         return OnnxModel.open(path, model_dir, threads)
     except EmbeddingError as exc:
         log.warning("cached ONNX export %s is unusable (%s); deleting it and exporting again", path, exc)
-    path.unlink(missing_ok=True)
+    try:
+        path.unlink(missing_ok=True)
+    except OSError as exc:
+        raise EmbeddingError(f"cannot delete the unusable ONNX export {path}: {exc}") from exc
     export(model_dir, path)
     return OnnxModel.open(path, model_dir, threads)
 
@@ -237,31 +240,35 @@ def export(model_dir: Path, path: Path) -> None:
                              f"delete {rejected} to try again")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise EmbeddingError(f"cannot create the model cache {path.parent}: {exc}") from exc
-    with _export_lock(path):
-        if path.is_file():  # another process exported it while we waited
-            return
-        # Temp files of an exporter that died mid-way (we hold the lock: nobody is writing them).
-        for leftover in path.parent.glob(f".{path.stem}-*.onnx.tmp"):
-            leftover.unlink(missing_ok=True)
-        started = time.perf_counter()
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".onnx.tmp", dir=path.parent)
-        os.close(fd)
-        tmp = Path(tmp_name)
-        try:
-            _trace(model_dir, tmp)
-            diff = _verify(model_dir, tmp)
-            if not diff <= VERIFY_TOLERANCE:
-                reason = f"max abs difference to sentence-transformers {diff:.3g} > {VERIFY_TOLERANCE:g}"
-                rejected.write_text(reason + "\n")
-                raise EmbeddingError(f"ONNX export of {model_dir} not published: {reason}")
-            tmp.chmod(0o644)  # mkstemp makes it 0600; the cache may be shared like ~/.cache
-            tmp.replace(path)  # atomic: readers see the old state or the whole file
-        finally:
-            tmp.unlink(missing_ok=True)
-        _remove_stale(path)
-        log.info("exported %s to %s in %.1fs (max abs diff %.2g)", model_dir, path, time.perf_counter() - started, diff)
+        with _export_lock(path):
+            _export_locked(model_dir, path, rejected)
+    except OSError as exc:  # a read-only or full cache: the caller falls back to torch
+        raise EmbeddingError(f"ONNX export into {path.parent} failed: {type(exc).__name__}: {exc}") from exc
+
+
+def _export_locked(model_dir: Path, path: Path, rejected: Path) -> None:
+    if path.is_file():  # another process exported it while we waited
+        return
+    # Temp files of an exporter that died mid-way (we hold the lock: nobody is writing them).
+    for leftover in path.parent.glob(f".{path.stem}-*.onnx.tmp"):
+        leftover.unlink(missing_ok=True)
+    started = time.perf_counter()
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{path.stem}-", suffix=".onnx.tmp", dir=path.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    try:
+        _trace(model_dir, tmp)
+        diff = _verify(model_dir, tmp)
+        if not diff <= VERIFY_TOLERANCE:
+            reason = f"max abs difference to sentence-transformers {diff:.3g} > {VERIFY_TOLERANCE:g}"
+            rejected.write_text(reason + "\n")
+            raise EmbeddingError(f"ONNX export of {model_dir} not published: {reason}")
+        tmp.chmod(0o644)  # mkstemp makes it 0600; the cache may be shared like ~/.cache
+        tmp.replace(path)  # atomic: readers see the old state or the whole file
+    finally:
+        tmp.unlink(missing_ok=True)
+    _remove_stale(path)
+    log.info("exported %s to %s in %.1fs (max abs diff %.2g)", model_dir, path, time.perf_counter() - started, diff)
 
 
 def _trace(model_dir: Path, dest: Path) -> None:

@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import socket
@@ -38,17 +39,15 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 # One model cache for the whole session, set before anything runs so every daemon subprocess
 # inherits it: the ONNX export is made once per session and never lands in the real home.
 # A cache given from outside (SIGNET_MODEL_CACHE) is used as is and kept.
-_OWN_MODEL_CACHE = "SIGNET_MODEL_CACHE" not in os.environ
-if _OWN_MODEL_CACHE:
+# Removed at exit (not in a fixture's teardown, which never runs when no test does).
+if "SIGNET_MODEL_CACHE" not in os.environ:
     os.environ["SIGNET_MODEL_CACHE"] = tempfile.mkdtemp(prefix="signet-test-models-")
+    atexit.register(shutil.rmtree, os.environ["SIGNET_MODEL_CACHE"], ignore_errors=True)
 
 
-@pytest.fixture(scope="session", autouse=True)
-def model_cache() -> Iterator[Path]:
-    path = Path(os.environ["SIGNET_MODEL_CACHE"])
-    yield path
-    if _OWN_MODEL_CACHE:
-        shutil.rmtree(path, ignore_errors=True)
+@pytest.fixture(scope="session")
+def model_cache() -> Path:
+    return Path(os.environ["SIGNET_MODEL_CACHE"])
 
 
 def write_config(ws: Workspace, **sections: Any) -> None:

@@ -22,6 +22,7 @@ back to torch on it when ``embedding.backend`` is ``auto``.
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -111,6 +112,11 @@ def import_runtime() -> None:
         raise EmbeddingError(f"the ONNX backend needs onnxruntime and tokenizers ({exc}): {INSTALL_HINT}") from exc
 
 
+class UnloadableExport(EmbeddingError):
+    """onnxruntime refused the exported file (truncated, corrupt, from an incompatible exporter)."""
+
+
+@functools.cache
 def _runtime_errors() -> tuple[type[BaseException], ...]:
     """What onnxruntime raises when a model cannot be loaded or run (its own classes derive
     from Exception, not RuntimeError), plus the built-ins it uses."""
@@ -131,7 +137,7 @@ class OnnxModel:
         self.path = path
         self._inputs = {i.name for i in session.get_inputs()}
         dims = session.get_outputs()[0].shape[-1]
-        self.dimensions = dims if isinstance(dims, int) else int(self.embed(["dimensions"]).shape[1])
+        self.dimensions: int = dims if isinstance(dims, int) else int(self._run(["dimensions"]).shape[1])
 
     @classmethod
     def open(cls, path: Path, model_dir: Path, threads: int) -> OnnxModel:
@@ -158,13 +164,13 @@ class OnnxModel:
         try:
             session = ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
         except _runtime_errors() as exc:
-            raise EmbeddingError(f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}") from exc
+            raise UnloadableExport(f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}") from exc
         return cls(session, tokenizer, path)
 
     def embed(self, texts: list[str], batch_size: int = 32) -> Vectors:
         """L2-normalised float32 rows, in batches of ``batch_size`` texts of similar length."""
         if not texts:
-            return np.zeros((0, getattr(self, "dimensions", 0)), dtype=np.float32)
+            return np.zeros((0, self.dimensions), dtype=np.float32)
         # Longest first, as sentence-transformers does: batches of similar length pad less.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         parts: list[Vectors] = []
@@ -200,7 +206,7 @@ def load(model_name: str, model_dir: Path, threads: int) -> OnnxModel:
         export(model_dir, path)
     try:
         return OnnxModel.open(path, model_dir, threads)
-    except EmbeddingError as exc:
+    except UnloadableExport as exc:
         log.warning("cached ONNX export %s is unusable (%s); deleting it and exporting again", path, exc)
     try:
         path.unlink(missing_ok=True)

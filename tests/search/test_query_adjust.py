@@ -5,7 +5,17 @@ from __future__ import annotations
 from typing import Any
 
 from signet.search.fts import recall_match_expression
-from signet.search.rank import QUESTION_PENALTY, WHEN_BOOST, adjust_for_query, anchors_time, asks_when, is_question
+from signet.search.rank import (
+    LENGTH_REF,
+    QUESTION_PENALTY,
+    WHEN_BOOST,
+    adjust_for_query,
+    anchors_time,
+    asks_when,
+    is_question,
+    length_prior,
+    weigh_length,
+)
 from signet.search.speakers import SpeakerNames
 from signet.store.migrations import migrate
 from signet.store.sqlite import sqlite3
@@ -29,6 +39,16 @@ def test_adjust_penalises_questions_and_boosts_anchors_only_for_when() -> None:
     assert out["a"] == 0.5 * (1 + WHEN_BOOST) and out["p"] == 0.5
     assert adjust_for_query({"a": 0.95}, contents, "When did she?")["a"] == 1.0  # capped
     assert is_question("why?  ") and not is_question("a statement")
+
+
+def test_length_prior_lowers_short_lines_and_never_raises_a_score() -> None:
+    long_line = " ".join(["word"] * (LENGTH_REF + 10))
+    assert length_prior(long_line) == 1.0
+    assert length_prior("Thanks!") < length_prior("I went hiking with my family last weekend") < 1.0
+    assert length_prior("") == length_prior("!!!") == length_prior("one")  # no words counts as one
+    contents = {"short": "Thanks!", "long": long_line}
+    out = weigh_length({"short": 0.8, "long": 0.8, "unknown": 0.5}, contents)
+    assert out["long"] == 0.8 and out["short"] < out["long"] and 0.0 < out["unknown"] <= 0.5
 
 
 def test_names_are_dropped_from_the_keyword_query_unless_nothing_remains() -> None:

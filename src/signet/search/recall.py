@@ -36,7 +36,7 @@ from signet.memory.records import load_tags
 from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import recall_match_expression
 from signet.search.ftspool import keyword_pool
-from signet.search.rank import adjust_for_query, boost_named, mentioned_who
+from signet.search.rank import adjust_for_query, boost_named, mentioned_who, weigh_length
 from signet.search.speakers import SpeakerNames
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
@@ -196,13 +196,14 @@ class Recaller:
 
     @staticmethod
     def _adjust(query: str, candidates: dict[str, Candidate], rows: dict[str, Any]) -> None:
-        """Query-side nudges (signet.search.rank): who said it, question lines, "when" anchors."""
+        """Nudges (signet.search.rank): length prior, who said it, question lines, "when" anchors."""
         if not candidates:
             return
         who_of: dict[str, str | None] = {mid: r["who"] for mid, r in rows.items()}
         contents: dict[str, str] = {mid: r["content"] for mid, r in rows.items()}
         named = mentioned_who(query, set(who_of.values()))
-        scores = boost_named({m: c.score for m, c in candidates.items()}, who_of, named)
+        scores = weigh_length({m: c.score for m, c in candidates.items()}, contents)
+        scores = boost_named(scores, who_of, named)
         for mid, score in adjust_for_query(scores, contents, query).items():
             candidates[mid].score = score
 

@@ -269,3 +269,18 @@ def test_batch_remember_is_atomic(api: TestClient) -> None:
     r = api.post("/api/memory/remember/batch", json={"items": [{"content": "three"}, {"content": ""}]})
     assert r.status_code == 422
     assert api.get("/api/memories").json()["total"] == 2
+
+
+def test_a_date_in_the_query_prefers_memories_from_then(api: TestClient, runtime: Runtime) -> None:
+    """Same words, different months: the question's own date decides (signet.search.timeframe)."""
+    march = remember(api, "Jolene: I've been working on a robotics project for my engineering class.",
+                     who="Jolene", created_at="2023-03-02T10:00:00Z")["id"]
+    august = remember(api, "Jolene: I've been working on a solar energy project for the community.",
+                      who="Jolene", created_at="2023-08-10T10:00:00Z")["id"]
+    assert runtime.embeddings.wait_idle(60)
+    first = [recall(api, f"What project was Jolene working on in {month} 2023?")["results"][0]["id"]
+             for month in ("March", "August")]
+    assert first == [march, august]
+    # Without a date the two stay in their plain order, whichever it is: the nudge made the difference.
+    plain = [r["id"] for r in recall(api, "What project was Jolene working on?")["results"][:2]]
+    assert set(plain) == {march, august}

@@ -34,6 +34,10 @@ WHEN_BOOST = 0.2
 support group *yesterday*"); memories with a time expression get ``x (1 + WHEN_BOOST)``.
 The anchor is read against the memory's own ``created_at`` by whoever answers."""
 
+DATE_BOOST = 0.5
+"""A query that names a time ("in March 2023", "last week": signet.search.timeframe) wants
+what was said then: memories created inside the (widened) window get ``x (1 + DATE_BOOST)``."""
+
 LENGTH_REF = 64
 LENGTH_EXPONENT = 0.2
 
@@ -89,6 +93,22 @@ def length_prior(content: str) -> float:
 def weigh_length(scores: Mapping[str, float], contents: Mapping[str, str]) -> dict[str, float]:
     """Scores multiplied by each memory's :func:`length_prior` (never raised, so still in [0, 1])."""
     return {mid: s * length_prior(contents.get(mid, "")) for mid, s in scores.items()}
+
+
+def boost_window(
+    scores: Mapping[str, float], created: Mapping[str, str], window: tuple[str, str] | None,
+    boost: float = DATE_BOOST,
+) -> dict[str, float]:
+    """Scores of memories created in ``[start, end)`` (UTC ISO strings) times ``1 + boost``, capped at 1.0.
+
+    Stored timestamps are UTC ISO-8601, so comparing the strings compares the times.
+    """
+    if window is None or boost <= 0:
+        return dict(scores)
+    start, end = window
+    return {
+        mid: min(1.0, s * (1.0 + boost)) if start <= created.get(mid, "") < end else s for mid, s in scores.items()
+    }
 
 
 def asks_when(query: str) -> bool:

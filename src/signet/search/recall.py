@@ -26,18 +26,20 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any, TypeVar
 
 from signet.config import Settings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
 from signet.memory.filters import MemoryFilter
-from signet.memory.records import load_tags
+from signet.memory.records import load_tags, to_iso
 from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import recall_match_expression
 from signet.search.ftspool import keyword_pool
-from signet.search.rank import adjust_for_query, boost_named, mentioned_who, weigh_length
+from signet.search.rank import adjust_for_query, boost_named, boost_window, mentioned_who, weigh_length
 from signet.search.speakers import SpeakerNames
+from signet.search.timeframe import query_window, widened
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 
@@ -174,7 +176,7 @@ class Recaller:
             v = max(c.vector or 0.0, 0.0)
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
         rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
-        self._adjust(query, candidates, rows)
+        self._adjust(query, candidates, rows, now=flt.until)
         ranked = sorted(
             (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
         )[:limit]
@@ -195,8 +197,12 @@ class Recaller:
         )
 
     @staticmethod
-    def _adjust(query: str, candidates: dict[str, Candidate], rows: dict[str, Any]) -> None:
-        """Nudges (signet.search.rank): length prior, who said it, question lines, "when" anchors."""
+    def _adjust(
+        query: str, candidates: dict[str, Candidate], rows: dict[str, Any], now: datetime | None = None
+    ) -> None:
+        """Nudges (signet.search.rank): length prior, who said it, the time the query names,
+        question lines, "when" anchors. ``now`` anchors relative phrases ("last week"): the
+        request's ``until`` when it has one."""
         if not candidates:
             return
         who_of: dict[str, str | None] = {mid: r["who"] for mid, r in rows.items()}
@@ -204,6 +210,11 @@ class Recaller:
         named = mentioned_who(query, set(who_of.values()))
         scores = weigh_length({m: c.score for m, c in candidates.items()}, contents)
         scores = boost_named(scores, who_of, named)
+        named_time = query_window(query, now)
+        if named_time is not None:
+            start, end = widened(named_time)
+            created = {mid: r["created_at"] for mid, r in rows.items()}
+            scores = boost_window(scores, created, (to_iso(start), to_iso(end)))
         for mid, score in adjust_for_query(scores, contents, query).items():
             candidates[mid].score = score
 

@@ -49,7 +49,7 @@ class EmbeddingSettings(Section):
 
 
 class SearchSettings(Section):
-    alpha: float = Field(0.6, ge=0.0, le=1.0, description="vector weight; 1 - alpha goes to BM25")
+    alpha: float = Field(0.7, ge=0.0, le=1.0, description="vector weight; 1 - alpha goes to BM25")
     top_k: int = Field(50, ge=1, le=1000, description="candidates taken from each leg before fusion")
     min_score: float = Field(0.1, ge=0.0, le=1.0)
     default_limit: int = Field(10, ge=1, le=200)

@@ -58,7 +58,7 @@ def test_match_expression_quotes_everything() -> None:
 
 def test_config_defaults_and_errors(tmp_path: Path) -> None:
     s = load_settings(tmp_path / "missing.yaml")
-    assert s.search.alpha == 0.6 and s.memory.decay_rate == 0.95 and s.embedding.provider == "local"
+    assert s.search.alpha == 0.7 and s.memory.decay_rate == 0.95 and s.embedding.provider == "local"
     assert s.memory.pipeline.shadow_mode is False and s.retention.tombstone_days == 30
     s = parse_settings({"memory": {"pipelineV2": {"shadowMode": True}}, "unknown": {"kept": 1}})
     assert s.memory.pipeline.shadow_mode is True

@@ -9,11 +9,13 @@ so one leg cannot drown the other by default:
 
     score = alpha * max(cosine, 0) + (1 - alpha) * bm25_norm
 
-where ``bm25_norm = |bm25| / max |bm25|`` over the pool. (The spec's ``1 / (1 + |bm25|)``
+where ``bm25_norm = |bm25| / max |bm25|`` over the pool and the cosine is blended with the
+memory's thread neighbours' vectors (signet.search.neighbours). (The spec's ``1 / (1 + |bm25|)``
 is inverted: it gives the *best* keyword match the *lowest* score; see docs/recall.md.)
-Then small query-side nudges (who said it, question lines, time anchors for "when"
-questions: signet.search.rank), with the names of people who said a large share of the
-memories in scope left out of the keyword query (signet.search.speakers). When vectors are
+Then small multiplicative nudges (length prior, who said it, the time the query names,
+question lines, time anchors for "when" questions: signet.search.rank and .timeframe), with
+the names of people who said a large share of the memories in scope left out of the keyword
+query (signet.search.speakers). When vectors are
 unavailable the response says so and ``method`` is ``fts``. The whole path, step by step:
 docs/recall.md.
 """
@@ -37,6 +39,7 @@ from signet.memory.records import load_tags, to_iso
 from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import recall_match_expression
 from signet.search.ftspool import keyword_pool
+from signet.search.neighbours import context_cosines, thread_neighbours
 from signet.search.rank import adjust_for_query, boost_named, boost_window, mentioned_who, weigh_length
 from signet.search.speakers import SpeakerNames
 from signet.search.timeframe import query_window, widened
@@ -167,6 +170,7 @@ class Recaller:
             missing = [c.memory_id for c in candidates.values() if c.vector is None]
             for mid, sim in self.index.scores_for(qvec, missing).items():
                 candidates[mid].vector = sim
+            self._blend_thread_context(qvec, candidates)
         use_vectors = qvec is not None
         eff_alpha = alpha if use_vectors else 0.0
 
@@ -195,6 +199,16 @@ class Recaller:
             vector_reason=reason,
             took_ms=(time.perf_counter() - started) * 1000,
         )
+
+    def _blend_thread_context(self, qvec: Any, candidates: dict[str, Candidate]) -> None:
+        """Each candidate's cosine judged with its thread neighbours too (signet.search.neighbours)."""
+        cosines = {mid: c.vector for mid, c in candidates.items() if c.vector is not None}
+        if not cosines:
+            return
+        ids = list(cosines)
+        neighbours = self.db.read(lambda c: thread_neighbours(c, ids))
+        for mid, sim in context_cosines(qvec, cosines, neighbours, self.index).items():
+            candidates[mid].vector = sim
 
     @staticmethod
     def _adjust(

@@ -115,6 +115,15 @@ class VectorIndex:
             vec: Vectors = self._matrix[row].copy()
             return vec
 
+    def vectors_for(self, memory_ids: list[str]) -> dict[str, Vectors]:
+        """The live vectors of these memories (copies; those without a vector are left out)."""
+        with self._lock:
+            present = [(mid, r) for mid in memory_ids if (r := self._row_of.get(mid)) is not None and self._live[r]]
+            if not present:
+                return {}
+            block = self._matrix[np.fromiter((r for _, r in present), dtype=np.int64)]
+            return {mid: block[i] for i, (mid, _) in enumerate(present)}
+
     def scores_for(self, query: Vectors, memory_ids: list[str]) -> dict[str, float]:
         """Cosine of the query against specific memories (those without a vector are left out)."""
         with self._lock:

@@ -196,3 +196,20 @@ def test_roster_sync_archives_a_removed_agents_memories(make_workspace: Any) -> 
         assert [tuple(r) for r in rows] == [("stays", "group")]
     finally:
         rt.stop()
+
+
+def test_identical_text_from_another_agent_is_its_own_memory(env: tuple[Workspace, Runtime, dict[str, str]]) -> None:
+    """Dedupe is per agent (migration 8): erin saying exactly what alice said privately must not
+    get alice's memory back -- that would tell erin it exists and store nothing for erin."""
+    _, rt, ids = env
+    with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:
+        r = c.post("/api/memory/remember", json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
+                   headers={"X-Signet-Agent": "erin"})
+        assert r.status_code == 200, r.text
+        assert r.json()["deduped"] is False and r.json()["id"] != ids["secret"]
+        mine = r.json()["id"]
+        again = c.post("/api/memory/remember", json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
+                       headers={"X-Signet-Agent": "erin"}).json()
+        assert again["deduped"] is True and again["id"] == mine  # still one per agent
+        assert c.get(f"/api/memory/{mine}", headers={"X-Signet-Agent": "erin"}).json()["agent_id"] == "erin"
+        assert c.get(f"/api/memory/{ids['secret']}", headers={"X-Signet-Agent": "erin"}).status_code == 404

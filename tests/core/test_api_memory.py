@@ -284,3 +284,21 @@ def test_a_date_in_the_query_prefers_memories_from_then(api: TestClient, runtime
     # Without a date the two stay in their plain order, whichever it is: the nudge made the difference.
     plain = [r["id"] for r in recall(api, "What project was Jolene working on?")["results"][:2]]
     assert set(plain) == {march, august}
+
+
+def test_dedupe_is_per_project_and_moves_keep_it(api: TestClient) -> None:
+    """The same text in two projects is two memories (a project-scoped recall must see its own);
+    modify and recover refuse to make two live copies in one scope (migration 8)."""
+    a = remember(api, "Run the migrations before the deploy.", project="alpha")
+    b = remember(api, "Run the migrations before the deploy.", project="beta")
+    assert b["deduped"] is False and b["id"] != a["id"]
+    assert remember(api, "run the migrations before the deploy", project="beta")["id"] == b["id"]
+    out = recall(api, "migrations deploy", project="beta")
+    assert [r["id"] for r in out["results"]] == [b["id"]]
+    moved = api.patch(f"/api/memory/{b['id']}", json={"project": "alpha", "reason": "move"})
+    assert moved.status_code == 409 and a["id"] in moved.text, moved.text
+    assert api.delete(f"/api/memory/{b['id']}", params={"reason": "test"}).status_code == 200
+    c = remember(api, "Run the migrations before the deploy.", project="beta")
+    assert c["deduped"] is False
+    r = api.post(f"/api/memory/{b['id']}/recover", json={"reason": "undo"})
+    assert r.status_code == 409 and c["id"] in r.text

@@ -43,7 +43,8 @@ def test_memory_methods(client: SignetClient) -> None:
     t = tag()
     saved = client.remember(f"{t}: Postgres 16 for every new service", tags=[t], project="web", importance=0.7)
     assert isinstance(saved, RememberResponse) and not saved.deduped and saved.tags == [t]
-    assert client.remember(f"{t}: Postgres 16 for every new service").deduped is True
+    assert client.remember(f"{t}: Postgres 16 for every new service", project="web").deduped is True
+    assert client.remember(f"{t}: Postgres 16 for every new service").deduped is False  # another project
 
     batch = client.remember_batch([f"{t} one", {"content": f"{t} two", "tags": [t]}])
     assert batch.created == 2 and len(batch.results) == 2

@@ -53,12 +53,40 @@ def test_migration_6_text_is_frozen() -> None:
     assert m6.checksum == "979f263a4a46e73dfc31a222276f93773f826d809e6949a450c9869c6ad29fee"
 
 
+def test_migration_7_text_is_frozen() -> None:
+    # Shipped at stop 10; stores that applied it recorded this checksum.
+    (m7,) = [m for m in MIGRATIONS if m.version == 7]
+    assert m7.checksum == "74c1a9c01c8e47d2e6408d51ab75215fdc42ef2e71eff580b4340011185f4b74"
+
+
+def test_migration_8_scopes_dedupe_by_agent_and_project_on_an_existing_store() -> None:
+    conn = sqlite3.connect(":memory:", isolation_level=None)
+    migrate(conn, [m for m in MIGRATIONS if m.version <= 7])
+    _add(conn, 1, "same text")
+    dup = ("INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at, project,"
+           " agent_id) VALUES (?, 'same text', 'same text', 'h1', 't', 't', ?, ?)")
+    try:
+        conn.execute(dup, ("m2", "other-project", "default"))
+        raise AssertionError("before migration 8 the hash was unique store-wide")
+    except sqlite3.IntegrityError:
+        pass
+    assert migrate(conn) == [8]
+    conn.execute(dup, ("m2", "other-project", "default"))  # another project: its own memory
+    conn.execute(dup, ("m3", "p", "another-agent"))  # another agent: its own memory
+    try:
+        conn.execute(dup, ("m4", "p", "default"))  # same agent, same project: still one
+        raise AssertionError("same scope must stay unique")
+    except sqlite3.IntegrityError:
+        pass
+    assert conn.execute("SELECT count(*) FROM memories WHERE content_hash = 'h1'").fetchone()[0] == 3
+
+
 def test_migration_7_reindexes_a_store_built_by_migration_6() -> None:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate(conn, [m for m in MIGRATIONS if m.version <= 6])
     seqs = [_add(conn, i, t) for i, t in enumerate(["question?", "answer"])]
     assert context_of(conn, seqs[0]) == ""  # migration 6: previous memories only
-    assert migrate(conn) == [7]
+    assert migrate(conn, [m for m in MIGRATIONS if m.version <= 7]) == [7]
     assert words(conn, seqs[0]) == {"answer"}
     _add(conn, 2, "later")
     assert words(conn, seqs[0]) == {"answer", "later"}  # migration 7's triggers are live

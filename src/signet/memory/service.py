@@ -127,11 +127,24 @@ class MemoryService:
             "visibility": req.visibility.value if req.visibility is not None else "global",
         }
 
-    def _insert(self, conn: Any, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
-        """Insert or dedup inside a write transaction; returns (row, deduped)."""
-        existing = conn.execute(
-            "SELECT * FROM memories WHERE content_hash = ? AND is_deleted = 0", (mem["content_hash"],)
+    @staticmethod
+    def _live_duplicate(
+        conn: Any, content_hash: str, agent_id: str, project: str | None, exclude_id: str | None = None
+    ) -> Any:
+        """The live memory with this text in the same dedupe scope (agent and project), if any.
+
+        Mirrors the unique index of migration 8: identical text is one memory per agent and
+        project, so another agent or project saying the same thing gets its own memory.
+        """
+        return conn.execute(
+            "SELECT * FROM memories WHERE content_hash = ? AND agent_id = ? AND COALESCE(project, '') = ?"
+            " AND is_deleted = 0 AND id IS NOT ?",
+            (content_hash, agent_id, project or "", exclude_id),
         ).fetchone()
+
+    def _insert(self, conn: Any, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
+        """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped)."""
+        existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
         if existing is not None:
             return existing, True
         conn.execute(
@@ -391,14 +404,6 @@ class MemoryService:
                                     error=f"expected version {p.if_version}, found {row['version']}")
             sets: dict[str, Any] = {}
             if new_content is not None and new_content.content != row["content"]:
-                if new_content.hash != row["content_hash"]:
-                    dup = conn.execute(
-                        "SELECT id FROM memories WHERE content_hash = ? AND is_deleted = 0 AND id != ?",
-                        (new_content.hash, p.id),
-                    ).fetchone()
-                    if dup is not None:
-                        return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
-                                            duplicateMemoryId=dup[0], error="content duplicates another memory")
                 sets.update(content=new_content.content, normalized_content=new_content.normalized,
                             content_hash=new_content.hash)
             for key in ("type", "importance", "who", "why", "project"):
@@ -414,6 +419,13 @@ class MemoryService:
             if not sets:
                 return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"],
                                     newVersion=row["version"])
+            if "content_hash" in sets or "project" in sets:
+                # New text, or a move to another project: the target scope must not hold it already.
+                dup = self._live_duplicate(conn, sets.get("content_hash", row["content_hash"]), row["agent_id"],
+                                           sets.get("project", row["project"]), exclude_id=p.id)
+                if dup is not None:
+                    return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
+                                        duplicateMemoryId=dup["id"], error="content duplicates another memory")
             new_version = int(row["version"]) + 1
             sets.update(version=new_version, updated_at=now_iso(), updated_by=changed_by,
                         update_count=int(row["update_count"]) + 1)
@@ -608,12 +620,10 @@ class MemoryService:
                     f"memory '{memory_id}' is at version {row['version']}, not {req.if_version}",
                     id=memory_id, currentVersion=row["version"],
                 )
-            dup = conn.execute(
-                "SELECT id FROM memories WHERE content_hash = ? AND is_deleted = 0", (row["content_hash"],)
-            ).fetchone()
+            dup = self._live_duplicate(conn, row["content_hash"], row["agent_id"], row["project"])
             if dup is not None:
                 raise Conflict("a live memory already has this content", code="duplicate",
-                               id=memory_id, duplicateMemoryId=dup[0])
+                               id=memory_id, duplicateMemoryId=dup["id"])
             new_version = int(row["version"]) + 1
             ts = now_iso()
             conn.execute(

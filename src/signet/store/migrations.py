@@ -221,6 +221,20 @@ CREATE INDEX IF NOT EXISTS idx_transcripts_project ON session_transcripts(projec
 CREATE INDEX IF NOT EXISTS idx_transcripts_created ON session_transcripts(created_at);
 """
 
+SCOPED_DEDUPE_SCHEMA = """
+DROP INDEX IF EXISTS idx_memories_content_hash_unique;
+CREATE UNIQUE INDEX IF NOT EXISTS idx_memories_content_hash_scope
+    ON memories(content_hash, agent_id, COALESCE(project, '')) WHERE content_hash IS NOT NULL AND is_deleted = 0;
+"""
+"""Migration 8: identical text is one memory per agent and project, not one per store.
+
+A global unique hash let a second agent (or a second project) that said the same thing get
+the first one's memory back: nothing stored under it, a project-scoped recall of that project
+blind to it, and an isolated agent learning that another agent had said exactly that. The
+unique index moves from ``content_hash`` to ``(content_hash, agent_id, project)``; existing
+rows stay valid (a global-unique set is scope-unique too). Vectors stay keyed by content hash,
+so the same text is still embedded once."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
     Migration(2, "auth_agents", AUTH_SCHEMA),
@@ -229,6 +243,7 @@ MIGRATIONS: list[Migration] = [
     Migration(5, "mcp_feedback", FEEDBACK_SCHEMA),
     Migration(6, "recall_context", RECALL_SCHEMA),
     Migration(7, "recall_context_window", CONTEXT_SCHEMA_V7),
+    Migration(8, "scoped_dedupe", SCOPED_DEDUPE_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -214,6 +214,36 @@ def test_modify_keeps_working_when_the_embedder_fails(
         rt.stop()
 
 
+def test_edits_skip_a_hanging_provider_while_the_breaker_is_open(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]
+) -> None:
+    """Only the first content edit against a hanging embedder waits for its timeout; the next
+    ones are saved at once without a vector (the background embedder fills them in later), and
+    recall skips the provider too."""
+    rt = _ollama_runtime(fake, make_workspace)
+    try:
+        ids = [rt.service.remember(RememberRequest(content=f"note {i} about the orchard")).id for i in range(3)]
+        assert rt.embeddings.wait_idle(30)
+        fake.mode = "hang"
+        app = create_app(rt, manage_runtime=False)
+
+        async def edit(mid: str, text: str) -> tuple[httpx.Response, float]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
+                started = time.perf_counter()
+                r = await c.patch(f"/api/memory/{mid}", json={"content": text, "reason": "edit"})
+                return r, time.perf_counter() - started
+
+        first, took = asyncio.run(edit(ids[0], "pears grow in the walled garden"))
+        assert first.status_code == 200 and first.json()["embedded"] is False and took >= 0.9
+        for mid, text in ((ids[1], "plums grow by the gate"), (ids[2], "cherries grow on the hill")):
+            r, took = asyncio.run(edit(mid, text))  # without the breaker: another 1 s timeout each
+            assert r.status_code == 200 and r.json()["embedded"] is False and took < 0.5, (r.text, took)
+        assert rt.embeddings.query_paused() is not None  # recall skips the provider as well
+    finally:
+        rt.stop()
+
+
 BREAKER_REASON = re.compile(
     r"^embedding provider failed \d+\.\d s ago \(.*timed out.*\); retrying after \d+\.\d s; keyword results only$"
 )
@@ -366,6 +396,13 @@ def test_pipeline_fact_embedding_catches_embedder_failures_only(
         fake.mode = "down500"
         assert writer._embed(["Bob runs the billing service"], report) is None
         assert len(report.embedding_errors) == 1 and "HTTP 500" in report.embedding_errors[0]
+        # The failure opened the breaker: within the cool-down facts are written without
+        # vectors at once, without asking the provider again (and no new error to report).
+        asked = fake.requests
+        assert writer._embed(["Dana runs the support desk"], report) is None
+        assert fake.requests == asked and len(report.embedding_errors) == 1
+        later = time.monotonic() + 3600
+        rt.embeddings.clock = lambda: later  # cool-down over: the provider is tried again
 
         def broken(texts: list[str]) -> Any:
             raise TypeError("a bug, not an outage")

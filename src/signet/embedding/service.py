@@ -244,6 +244,10 @@ class EmbeddingService:
         vectors = self.embedder.embed([by_hash[h] for h in hashes])
         self.store_vectors(hashes, [by_hash[h] for h in hashes], vectors)
         self.last_batch_error = None
+        with self._breaker_lock:  # the provider answers again: recalls and edits may use it
+            if self._query_failed_at is not None:
+                log.info("the embedding provider answers again; the breaker is closed")
+            self._query_failed_at = self._query_failure = None
         return True
 
     def store_vectors(self, hashes: list[str], texts: list[str], vectors: Vectors) -> None:
@@ -347,7 +351,25 @@ class EmbeddingService:
         return vec
 
     def embed_texts(self, texts: list[str]) -> Vectors | None:
-        """Embed now, for callers that must have vectors before they write (modify, pipeline)."""
+        """Embed now, for callers that must have vectors before they write (modify, pipeline).
+
+        None when the embedder is not ready or the breaker is open (see :meth:`query_paused`):
+        the caller writes without vectors and the background embedder fills them in later,
+        instead of every edit waiting out a hanging provider's timeout. A failure here opens
+        the breaker as a failed query embedding does (same provider); a success here or in a
+        background batch closes it.
+        """
         if not self.ready or self.embedder is None:
             return None
-        return self.embedder.embed(texts)
+        with self._breaker_lock:
+            if self._paused_reason(self.clock()) is not None:
+                return None
+        try:
+            vectors = self.embedder.embed(texts)
+        except EmbeddingError as exc:
+            with self._breaker_lock:
+                self._query_failed_at, self._query_failure = self.clock(), str(exc)
+            raise
+        with self._breaker_lock:
+            self._query_failed_at = self._query_failure = None
+        return vectors

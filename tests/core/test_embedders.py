@@ -222,7 +222,7 @@ def test_edits_skip_a_hanging_provider_while_the_breaker_is_open(
     recall skips the provider too."""
     rt = _ollama_runtime(fake, make_workspace)
     try:
-        ids = [rt.service.remember(RememberRequest(content=f"note {i} about the orchard")).id for i in range(3)]
+        ids = [rt.service.remember(RememberRequest(content=f"note {i} about the orchard")).id for i in range(5)]
         assert rt.embeddings.wait_idle(30)
         fake.mode = "hang"
         app = create_app(rt, manage_runtime=False)
@@ -240,6 +240,20 @@ def test_edits_skip_a_hanging_provider_while_the_breaker_is_open(
             r, took = asyncio.run(edit(mid, text))  # without the breaker: another 1 s timeout each
             assert r.status_code == 200 and r.json()["embedded"] is False and took < 0.5, (r.text, took)
         assert rt.embeddings.query_paused() is not None  # recall skips the provider as well
+
+        async def similar(mid: str) -> dict[str, Any]:
+            transport = httpx.ASGITransport(app=app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
+                r = await c.get("/memory/similar", params={"id": mid})
+                assert r.status_code == 200, r.text
+                return dict(r.json())
+
+        # Neighbours come from stored vectors: the open breaker does not make them "unavailable".
+        kept = asyncio.run(similar(ids[3]))
+        assert kept["vector_search"]["available"] is True and kept["vector_search"]["reason"] is None
+        assert kept["results"] and kept["method"] == "hybrid"
+        edited = asyncio.run(similar(ids[0]))  # its new text has no vector yet
+        assert edited["vector_search"]["available"] is False and "no vector yet" in edited["vector_search"]["reason"]
     finally:
         rt.stop()
 

@@ -287,9 +287,15 @@ class MemoryService:
                         RecallResult(**result_fields(rows[h.memory_id]), score=round(h.score, 6), source="vector",
                                      vector_score=h.score)
                     )
+        # Neighbours come from stored vectors only: no query embedding, so the provider's state
+        # (loading, breaker open) does not matter -- only whether this memory has a vector yet.
+        state: tuple[bool, str | None] = (True, None)
+        if vec is None:
+            ok, why = self.recaller.vector_state()
+            state = (False, "this memory has no vector yet" + ("" if ok else f": {why}"))
         return RecallResponse(
             query=memory_id, results=results, count=len(results), method="hybrid" if vec is not None else "fts",
-            vector_search=self._vector_state(), took_ms=round((time.perf_counter() - started) * 1000, 3),
+            vector_search=self._vector_state(state), took_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
     # -- read ------------------------------------------------------------------------------

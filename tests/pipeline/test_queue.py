@@ -122,11 +122,16 @@ def test_enqueue_dedup_retry_dead_and_requeue(tmp_path: Path) -> None:
         assert st["dead"] == 1 and st["by_type"]["extract"] == {"dead": 1, "pending": 1}
         assert st["last_error"] == "boom again"
         assert db.write(lambda c: queue.requeue_dead(c)) == [first[0]]
-        row = db.read(lambda c: c.execute("SELECT status, attempts FROM memory_jobs WHERE id = ?",
+        row = db.read(lambda c: c.execute("SELECT status, attempts, max_attempts FROM memory_jobs WHERE id = ?",
                                           (first[0],)).fetchone())
-        assert tuple(row) == ("pending", 0)
+        assert tuple(row) == ("pending", 2, 4)  # a fresh budget of 2; the count goes on
         # Completing needs the lease.
         assert db.write(lambda c: queue.complete(c, first[0], {})) is False
+        # A worker still holding attempt 2 (from before the job died) cannot complete the new lease.
+        job = db.write(lambda c: queue.lease(c, ("extract",)))
+        assert job is not None and job.id == first[0] and job.attempts == 3
+        assert db.write(lambda c: queue.complete(c, first[0], {}, attempt=2)) is False
+        assert db.write(lambda c: queue.complete(c, first[0], {}, attempt=3)) is True
 
 
 def test_reaper_releases_stale_leases(tmp_path: Path) -> None:

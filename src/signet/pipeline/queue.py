@@ -170,7 +170,13 @@ def release_leases(conn: Any, lease_timeout_ms: int) -> int:
 
 
 def requeue_dead(conn: Any, *, limit: int = 50, job_id: str | None = None) -> list[str]:
-    """Dead jobs back to ``pending`` with ``attempts = 0`` (at most ``limit`` per call)."""
+    """Dead jobs back to ``pending`` with a fresh budget of attempts (at most ``limit`` per call).
+
+    ``attempts`` keeps counting (the budget is added to ``max_attempts`` instead of resetting
+    ``attempts`` to 0): the attempt number fences completions (:func:`complete`), and a reset
+    would let a worker still holding a lease from before the job died match a new lease's
+    number and complete it.
+    """
     if job_id is not None:
         ids = [r[0] for r in conn.execute("SELECT id FROM memory_jobs WHERE id = ? AND status = 'dead'", (job_id,))]
     else:
@@ -179,7 +185,8 @@ def requeue_dead(conn: Any, *, limit: int = 50, job_id: str | None = None) -> li
     now = now_iso()
     for jid in ids:
         conn.execute(
-            "UPDATE memory_jobs SET status = 'pending', attempts = 0, leased_at = NULL, updated_at = ? WHERE id = ?",
+            "UPDATE memory_jobs SET status = 'pending', max_attempts = attempts + max_attempts, leased_at = NULL,"
+            " updated_at = ? WHERE id = ?",
             (now, jid),
         )
     return [str(i) for i in ids]

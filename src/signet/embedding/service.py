@@ -244,10 +244,7 @@ class EmbeddingService:
         vectors = self.embedder.embed([by_hash[h] for h in hashes])
         self.store_vectors(hashes, [by_hash[h] for h in hashes], vectors)
         self.last_batch_error = None
-        with self._breaker_lock:  # the provider answers again: recalls and edits may use it
-            if self._query_failed_at is not None:
-                log.info("the embedding provider answers again; the breaker is closed")
-            self._query_failed_at = self._query_failure = None
+        self._provider_answered()  # recalls and edits may use it again
         return True
 
     def store_vectors(self, hashes: list[str], texts: list[str], vectors: Vectors) -> None:
@@ -333,17 +330,13 @@ class EmbeddingService:
         try:
             vec: Vectors = self.embedder.embed([text])[0]
         except EmbeddingError as exc:
-            with self._breaker_lock:
-                self._query_failed_at, self._query_failure = self.clock(), str(exc)
+            self._provider_failed(exc)
             raise
         finally:
             if probe:
                 with self._breaker_lock:
                     self._probing = False
-        with self._breaker_lock:
-            if self._query_failed_at is not None:
-                log.info("query embeddings work again; the breaker is closed")
-            self._query_failed_at = self._query_failure = None
+        self._provider_answered()
         with self._cache_lock:
             self._query_cache[text] = vec
             if len(self._query_cache) > 512:
@@ -367,9 +360,19 @@ class EmbeddingService:
         try:
             vectors = self.embedder.embed(texts)
         except EmbeddingError as exc:
-            with self._breaker_lock:
-                self._query_failed_at, self._query_failure = self.clock(), str(exc)
+            self._provider_failed(exc)
             raise
-        with self._breaker_lock:
-            self._query_failed_at = self._query_failure = None
+        self._provider_answered()
         return vectors
+
+    def _provider_failed(self, exc: EmbeddingError) -> None:
+        """Open the breaker (or restart its cool-down): recalls and edits skip the provider."""
+        with self._breaker_lock:
+            self._query_failed_at, self._query_failure = self.clock(), str(exc)
+
+    def _provider_answered(self) -> None:
+        """Close the breaker: the provider answered a query, an edit or a background batch."""
+        with self._breaker_lock:
+            if self._query_failed_at is not None:
+                log.info("the embedding provider answers again; the breaker is closed")
+            self._query_failed_at = self._query_failure = None

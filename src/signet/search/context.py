@@ -49,6 +49,11 @@ _THREAD = (
 )
 
 
+def same_thread(a: str, b: str) -> str:
+    """SQL condition: rows ``a`` and ``b`` of ``memories`` are in the same thread."""
+    return _THREAD.format(a=a, b=b)
+
+
 def _context_of(seq: str) -> str:
     """Migration 6: the context text of memory ``seq`` (its previous memories; '' without a thread)."""
     thread = _THREAD.format(a="p", b="t")

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 
 from signet.embedding.base import Vectors
+from signet.search.context import same_thread
 from signet.search.vectors import VectorIndex
 
 VECTOR_CONTEXT_WEIGHT = 0.6
@@ -33,17 +34,13 @@ VECTOR_CONTEXT_WEIGHT = 0.6
 NEXT_WEIGHT = 0.5
 """Weight of the following memory's vector in the context (the previous one weighs 1)."""
 
-_NEIGHBOURS_SQL = """
+_NEIGHBOURS_SQL = f"""
 SELECT m.id,
-  (SELECT p.id FROM memories p
-    WHERE p.source_id = m.source_id AND p.source_type IS m.source_type AND p.project IS m.project
-      AND p.agent_id = m.agent_id AND p.is_deleted = 0 AND p.seq < m.seq
+  (SELECT p.id FROM memories p WHERE {same_thread("p", "m")} AND p.is_deleted = 0 AND p.seq < m.seq
     ORDER BY p.seq DESC LIMIT 1),
-  (SELECT n.id FROM memories n
-    WHERE n.source_id = m.source_id AND n.source_type IS m.source_type AND n.project IS m.project
-      AND n.agent_id = m.agent_id AND n.is_deleted = 0 AND n.seq > m.seq
+  (SELECT n.id FROM memories n WHERE {same_thread("n", "m")} AND n.is_deleted = 0 AND n.seq > m.seq
     ORDER BY n.seq ASC LIMIT 1)
-FROM memories m WHERE m.source_id IS NOT NULL AND m.id IN ({marks})
+FROM memories m WHERE m.source_id IS NOT NULL AND m.id IN ({{marks}})
 """
 
 

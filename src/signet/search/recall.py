@@ -15,9 +15,8 @@ is inverted: it gives the *best* keyword match the *lowest* score; see docs/reca
 Then small multiplicative nudges (length prior, who said it, the time the query names,
 question lines, time anchors for "when" questions: signet.search.rank and .timeframe), with
 the names of people who said a large share of the memories in scope left out of the keyword
-query (signet.search.speakers). When vectors are
-unavailable the response says so and ``method`` is ``fts``. The whole path, step by step:
-docs/recall.md.
+query (signet.search.speakers). When vectors are unavailable the response says so and
+``method`` is ``fts``. The whole path, step by step: docs/recall.md.
 """
 
 from __future__ import annotations

@@ -35,8 +35,7 @@ for _i in range(1, 13):
     _MONTHS[calendar.month_abbr[_i].lower()] = _i
 _MONTHS["sept"] = 9
 
-_MON = r"(january|february|march|april|may|june|july|august|september|october|november|december" \
-    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)"
+_MON = "(" + "|".join(sorted(_MONTHS, key=len, reverse=True)) + ")"  # longest first: "sept" before "sep"
 _DAY_MONTH_YEAR = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+(?:of\s+)?{_MON}\.?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_DAY_YEAR = re.compile(rf"\b{_MON}\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?,?\s+(\d{{4}})\b", re.IGNORECASE)
 _MONTH_YEAR = re.compile(rf"\b{_MON}\.?,?\s+(?:of\s+)?(\d{{4}})\b", re.IGNORECASE)

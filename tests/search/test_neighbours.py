@@ -21,7 +21,7 @@ def unit(*xs: float) -> Any:
 def test_context_cosine_blends_the_neighbours_and_leaves_threadless_memories_alone() -> None:
     index = VectorIndex(4)
     index.upsert_many(["own", "prev", "next", "alone"], np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0),
-                      unit(0, 0, 1, 0), unit(1, 0, 0, 0)]), [None] * 4)
+                      unit(0, 0, 1, 0), unit(1, 0, 0, 0)]), [None] * 4, [None] * 4)
     q = unit(0, 1, 0, 0)
     cos = {"own": 0.0, "alone": 0.0}
     out = context_cosines(q, cos, {"own": ("prev", "next")}, index)

@@ -206,7 +206,7 @@ class EmbeddingService:
         def fetch(conn: Any) -> list[Any]:
             return list(
                 conn.execute(
-                    "SELECT m.id, m.project, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash "
+                    "SELECT m.id, m.project, m.created_at, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash "
                     "WHERE m.is_deleted = 0 AND e.model = ?",
                     (self.model_key,),
                 )
@@ -218,7 +218,8 @@ class EmbeddingService:
         dims = len(rows[0]["vector"]) // 4
         rows = [r for r in rows if len(r["vector"]) == dims * 4]
         mat = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), dims)
-        self.index.upsert_many([r["id"] for r in rows], mat, [r["project"] for r in rows])
+        self.index.upsert_many([r["id"] for r in rows], mat, [r["project"] for r in rows],
+                               [r["created_at"] for r in rows])
 
     # -- work ------------------------------------------------------------------------------
     def pending_count(self) -> int:
@@ -272,12 +273,12 @@ class EmbeddingService:
                 )
                 conn.execute("UPDATE memories SET embedding_model = ? WHERE content_hash = ?", (model, h))
                 live = list(conn.execute(
-                    "SELECT id, project FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
+                    "SELECT id, project, created_at FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
                 ))
                 if live:
                     self.index.upsert_many(
                         [r["id"] for r in live], np.repeat(vec.reshape(1, -1), len(live), axis=0),
-                        [r["project"] for r in live],
+                        [r["project"] for r in live], [r["created_at"] for r in live],
                     )
 
         self.db.write(write)

@@ -159,13 +159,15 @@ class MemoryService:
             changed_by=changed_by, reason="remember", actor_type=actor_type,
             metadata={"type": mem["type"], "source_type": mem["source_type"]},
         )
-        self._index_existing_vector(conn, mem["id"], mem["content_hash"], mem["project"])
+        self._index_existing_vector(conn, mem["id"], mem["content_hash"], mem["project"], mem["created_at"])
         for hook in self.on_remember_tx:
             hook(conn, mem)
         row = conn.execute("SELECT * FROM memories WHERE id = ?", (mem["id"],)).fetchone()
         return row, False
 
-    def _index_existing_vector(self, conn: Any, memory_id: str, chash: str, project: str | None) -> bool:
+    def _index_existing_vector(
+        self, conn: Any, memory_id: str, chash: str, project: str | None, created_at: str | None
+    ) -> bool:
         """Reuse a stored vector for this text (same hash, current model): never embed twice."""
         row = conn.execute(
             "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
@@ -175,7 +177,7 @@ class MemoryService:
         conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
         vec = np.frombuffer(row[0], dtype=np.float32)
         if self.index.dimensions in (None, vec.shape[0]):
-            self.index.upsert(memory_id, vec, project)
+            self.index.upsert(memory_id, vec, project, created_at)
         return True
 
     def _remember_response(self, row: Any, deduped: bool) -> RememberResponse:
@@ -456,10 +458,10 @@ class MemoryService:
                 assert new_content is not None
                 if vector is not None:
                     self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
-                    self.index.upsert(p.id, vector, project)
+                    self.index.upsert(p.id, vector, project, row["created_at"])
                     embedded = True
                 else:
-                    embedded = self._index_existing_vector(conn, p.id, new_content.hash, project)
+                    embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
             elif "project" in sets:
                 self.index.set_project(p.id, project)
             return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
@@ -639,7 +641,7 @@ class MemoryService:
             record_history(conn, memory_id, "recovered", old_content=None, new_content=row["content"],
                            changed_by=req.changed_by or changed_by, reason=req.reason, actor_type=actor_type,
                            metadata={"fromVersion": row["version"], "toVersion": new_version})
-            self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"])
+            self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"], row["created_at"])
             return RecoverResponse(id=memory_id, status="recovered", currentVersion=int(row["version"]),
                                    newVersion=new_version)
 

@@ -198,7 +198,7 @@ class Writer:
         )
         if vector is not None and svc.embeddings.model_key:
             svc._store_vector(conn, row["id"], row["content_hash"], row["content"], vector)
-            svc.index.upsert(row["id"], vector, row["project"])
+            svc.index.upsert(row["id"], vector, row["project"], row["created_at"])
         report.added.append(row["id"])
         report.memories[row["id"]] = row["content"]
 

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping
+from functools import lru_cache
 
 WHO_BOOST = 0.4
 
@@ -84,8 +85,13 @@ def boost_named(
     return {mid: min(1.0, s * (1.0 + boost)) if who_of.get(mid) in named else s for mid, s in scores.items()}
 
 
+@lru_cache(maxsize=65536)
 def length_prior(content: str) -> float:
-    """The length factor in (0, 1] of a memory's text (see the module docstring)."""
+    """The length factor in (0, 1] of a memory's text (see the module docstring).
+
+    Cached: the same memories come back as candidates recall after recall, and counting
+    words was a tenth of a recall's own CPU (a candidate pool of ~150 texts).
+    """
     words = max(1, min(len(_WORD.findall(content)), LENGTH_REF))
     return float((words / LENGTH_REF) ** LENGTH_EXPONENT)
 

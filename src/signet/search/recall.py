@@ -3,9 +3,12 @@
 This is the one recall path: the HTTP API, hooks, CLI, MCP, the pipeline's decision
 engine and the benchmarks all call :meth:`Recaller.recall`.
 
-Scoring. Both legs draw a deep candidate pool (``search.top_k``). Every candidate in the
-union is scored on *both* legs (a keyword-only hit still gets its cosine from the index),
-so one leg cannot drown the other by default:
+Scoring. Both legs draw a deep candidate pool (``search.top_k``); when the query names a
+time ("in July 2022", "last week": signet.search.timeframe) each leg also draws its best
+``top_k`` among the memories created in that (widened) period, so what was said then is a
+candidate even when other periods match the words better. Every candidate in the union is
+scored on *both* legs (a keyword-only hit still gets its cosine from the index), so one leg
+cannot drown the other by default:
 
     score = alpha * max(cosine, 0) + (1 - alpha) * bm25_norm
 
@@ -134,6 +137,8 @@ class Recaller:
 
         candidates: dict[str, Candidate] = {}
         project = flt.project if flt.project is not None else flt.scope.project
+        named_time = query_window(query, flt.until)  # "last week" is relative to the request's until
+        window = widened(named_time) if named_time is not None else None
         self.db.read(self.speakers.refresh)
         match = recall_match_expression(query, drop=self.speakers.dominant(project))
         vec_ok, reason = self.vector_state()
@@ -145,8 +150,8 @@ class Recaller:
             # SQLite and torch both release the GIL, so on two cores the legs overlap
             # (docs/benchmarks.md, latency). Candidates are still added in the same order
             # (keyword hits first), so the ranking is exactly the sequential one.
-            fts_job = _submit(lambda: self.db.read(lambda c: self._fts(
-                c, match, where, params, pool, context=alpha > 0, selective=flt.is_narrowing())), want_vec)
+            fts_job = _submit(lambda: self.db.read(lambda c: self._keyword_pools(
+                c, match, where, params, pool, window, context=alpha > 0, selective=flt.is_narrowing())), want_vec)
         qvec = None
         if want_vec:
             try:
@@ -157,7 +162,7 @@ class Recaller:
                 # leg is already running and is consumed below; the response says why.
                 log.warning("query embedding failed, keyword results only: %s", exc)
                 vec_ok, reason = False, f"query embedding failed: {exc}; keyword results only"
-        vec_hits = self._vector_pool(qvec, flt, where, params, pool) if qvec is not None else []
+        vec_hits = self._vector_pools(qvec, flt, where, params, pool, window) if qvec is not None else []
         if fts_job is not None:
             for mid, raw in fts_job.result():
                 candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
@@ -179,7 +184,7 @@ class Recaller:
             v = max(c.vector or 0.0, 0.0)
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
         rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
-        self._adjust(query, candidates, rows, now=flt.until)
+        self._adjust(query, candidates, rows, window)
         ranked = sorted(
             (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
         )[:limit]
@@ -211,11 +216,11 @@ class Recaller:
 
     @staticmethod
     def _adjust(
-        query: str, candidates: dict[str, Candidate], rows: dict[str, Any], now: datetime | None = None
+        query: str, candidates: dict[str, Candidate], rows: dict[str, Any],
+        window: tuple[datetime, datetime] | None = None,
     ) -> None:
-        """Nudges (signet.search.rank): length prior, who said it, the time the query names,
-        question lines, "when" anchors. ``now`` anchors relative phrases ("last week"): the
-        request's ``until`` when it has one."""
+        """Nudges (signet.search.rank): length prior, who said it, the time the query names
+        (``window``, already widened), question lines, "when" anchors."""
         if not candidates:
             return
         who_of: dict[str, str | None] = {mid: r["who"] for mid, r in rows.items()}
@@ -223,13 +228,28 @@ class Recaller:
         named = mentioned_who(query, set(who_of.values()))
         scores = weigh_length({m: c.score for m, c in candidates.items()}, contents)
         scores = boost_named(scores, who_of, named)
-        named_time = query_window(query, now)
-        if named_time is not None:
-            start, end = widened(named_time)
+        if window is not None:
+            start, end = window
             created = {mid: r["created_at"] for mid, r in rows.items()}
             scores = boost_window(scores, created, (to_iso(start), to_iso(end)))
         for mid, score in adjust_for_query(scores, contents, query).items():
             candidates[mid].score = score
+
+    @classmethod
+    def _keyword_pools(
+        cls, conn: Any, match: str, where: str, params: list[Any], pool: int,
+        window: tuple[datetime, datetime] | None, *, context: bool = True, selective: bool = False,
+    ) -> list[tuple[str, float]]:
+        """The keyword pool, then (when the query names a time) the best matches of that period
+        not already in it. Same BM25 over the same index, so the raw scores stay comparable."""
+        hits = cls._fts(conn, match, where, params, pool, context=context, selective=selective)
+        if window is None:
+            return hits
+        seen = {mid for mid, _ in hits}
+        within = f"{where} AND m.created_at >= ? AND m.created_at < ?"
+        period = cls._fts(conn, match, within, [*params, to_iso(window[0]), to_iso(window[1])], pool,
+                          context=context, selective=True)
+        return hits + [(mid, raw) for mid, raw in period if mid not in seen]
 
     @staticmethod
     def _fts(
@@ -244,15 +264,29 @@ class Recaller:
             "memories_fts", "bm25(memories_fts)")
         return keyword_pool(conn, table, rank, match, where, params, pool, selective=selective)
 
+    def _vector_pools(
+        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int,
+        window: tuple[datetime, datetime] | None,
+    ) -> list[tuple[str, float]]:
+        """The vector pool, then (when the query names a time) that period's best not already in it."""
+        hits = self._vector_pool(qvec, flt, where, params, pool)
+        if window is None:
+            return hits
+        seen = {mid for mid, _ in hits}
+        period = self._vector_pool(qvec, flt, where, params, pool,
+                                   created_between=(window[0].timestamp(), window[1].timestamp()))
+        return hits + [(mid, sim) for mid, sim in period if mid not in seen]
+
     def _vector_pool(
-        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int
+        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int,
+        created_between: tuple[float, float] | None = None,
     ) -> list[tuple[str, float]]:
         """Top vector hits that pass the filters; widens the pool when filters reject many."""
         project = flt.project if flt.project is not None else flt.scope.project
         k = pool
         total = len(self.index)
         while True:
-            hits = self.index.search(qvec, k, project=project)
+            hits = self.index.search(qvec, k, project=project, created_between=created_between)
             if not hits:
                 return []
             ids = [h.memory_id for h in hits]

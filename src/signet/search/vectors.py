@@ -3,13 +3,18 @@
 Brute force over a contiguous float32 matrix is ~8 ms for 100k x 384 here, faster than
 sqlite-vec, and it always works. Rows are keyed by memory id; each row also carries a
 project code so the common "this project only" filter is applied before the top-k, not
-after (a post-filter would starve small projects).
+after (a post-filter would starve small projects), and its memory's creation time, so a
+recall whose query names a time can take the best rows of that period the same way
+(signet.search.recall).
 """
 
 from __future__ import annotations
 
+import math
 import threading
+from collections.abc import Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 
 import numpy as np
 import numpy.typing as npt
@@ -17,6 +22,18 @@ import numpy.typing as npt
 from signet.embedding.base import Vectors
 
 _NO_PROJECT = -1
+
+
+def epoch(created_at: str | None) -> float:
+    """A stored ISO-8601 ``created_at`` as POSIX seconds; NaN when absent or unreadable
+    (such a row is simply never inside a time window)."""
+    if not created_at:
+        return math.nan
+    try:
+        when = datetime.fromisoformat(created_at)
+    except ValueError:
+        return math.nan
+    return (when if when.tzinfo is not None else when.replace(tzinfo=UTC)).timestamp()
 
 
 @dataclass(frozen=True)
@@ -32,6 +49,7 @@ class VectorIndex:
         self._matrix: Vectors = np.zeros((0, dimensions or 0), dtype=np.float32)
         self._projects: npt.NDArray[np.int32] = np.zeros(0, dtype=np.int32)
         self._live: npt.NDArray[np.bool_] = np.zeros(0, dtype=bool)
+        self._created: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._ids: list[str] = []
         self._row_of: dict[str, int] = {}
         self._project_codes: dict[str, int] = {}
@@ -67,9 +85,14 @@ class VectorIndex:
         p[: self._size] = self._projects[: self._size]
         live = np.zeros(new_cap, dtype=bool)
         live[: self._size] = self._live[: self._size]
-        self._matrix, self._projects, self._live = m, p, live
+        created = np.full(new_cap, math.nan, dtype=np.float64)
+        created[: self._size] = self._created[: self._size]
+        self._matrix, self._projects, self._live, self._created = m, p, live, created
 
-    def upsert_many(self, ids: list[str], vectors: Vectors, projects: list[str | None]) -> None:
+    def upsert_many(
+        self, ids: list[str], vectors: Vectors, projects: Sequence[str | None], created: Sequence[str | None]
+    ) -> None:
+        """Index (or re-index) memories: their vectors, projects and stored ``created_at``."""
         if len(ids) == 0:
             return
         with self._lock:
@@ -78,9 +101,10 @@ class VectorIndex:
                 self._matrix = np.zeros((0, self.dimensions), dtype=np.float32)
                 self._projects = np.zeros(0, dtype=np.int32)
                 self._live = np.zeros(0, dtype=bool)
+                self._created = np.zeros(0, dtype=np.float64)
             if vectors.shape[1] != self.dimensions:
                 raise ValueError(f"vector has {vectors.shape[1]} dimensions, index has {self.dimensions}")
-            for mid, vec, proj in zip(ids, vectors, projects, strict=True):
+            for mid, vec, proj, when in zip(ids, vectors, projects, created, strict=True):
                 row = self._row_of.get(mid)
                 if row is None:
                     self._grow(self._size + 1)
@@ -90,10 +114,11 @@ class VectorIndex:
                     self._row_of[mid] = row
                 self._matrix[row] = vec
                 self._projects[row] = self._code(proj)
+                self._created[row] = epoch(when)
                 self._live[row] = True
 
-    def upsert(self, memory_id: str, vector: Vectors, project: str | None) -> None:
-        self.upsert_many([memory_id], vector.reshape(1, -1), [project])
+    def upsert(self, memory_id: str, vector: Vectors, project: str | None, created_at: str | None) -> None:
+        self.upsert_many([memory_id], vector.reshape(1, -1), [project], [created_at])
 
     def remove(self, memory_id: str) -> None:
         with self._lock:
@@ -142,8 +167,12 @@ class VectorIndex:
         *,
         project: str | None = None,
         exclude: set[str] | None = None,
+        created_between: tuple[float, float] | None = None,
     ) -> list[VectorHit]:
-        """Top-k live rows by cosine similarity (vectors are unit length)."""
+        """Top-k live rows by cosine similarity (vectors are unit length).
+
+        ``created_between`` (POSIX seconds, ``[start, end)``) keeps only memories created then.
+        """
         with self._lock:
             n = self._size
             if n == 0 or k <= 0 or self.dimensions is None or query.shape[-1] != self.dimensions:
@@ -155,6 +184,10 @@ class VectorIndex:
                 if code is None:
                     return []
                 mask &= self._projects[:n] == code
+            if created_between is not None:
+                start, end = created_between
+                created = self._created[:n]
+                mask &= (created >= start) & (created < end)  # NaN compares False: never inside
             if exclude:
                 for mid in exclude:
                     r = self._row_of.get(mid)

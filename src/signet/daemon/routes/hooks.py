@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Depends
+from starlette.concurrency import run_in_threadpool
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.daemon.runtime import Runtime
@@ -46,7 +47,8 @@ def hook_service(runtime: Runtime) -> HookService:
     return svc
 
 
-def _hooks(runtime: RuntimeDep) -> HookService:
+async def _hooks(runtime: RuntimeDep) -> HookService:
+    # async: no worker-thread hop for a lookup (signet.daemon.deps)
     return hook_service(runtime)
 
 
@@ -60,9 +62,11 @@ def session_start(body: SessionStartRequest, hooks: HooksDep, scope: ScopeDep) -
 
 
 @router.post("/user-prompt-submit", response_model=PromptSubmitResponse)
-def user_prompt_submit(body: PromptSubmitRequest, hooks: HooksDep, scope: ScopeDep) -> PromptSubmitResponse:
+async def user_prompt_submit(body: PromptSubmitRequest, hooks: HooksDep, scope: ScopeDep) -> PromptSubmitResponse:
     """A few short memories for this prompt, only when the best one clears the threshold."""
-    return hooks.prompt_submit(body, scope=scope)
+    # Runs on every prompt: one worker-thread hop for the recall, not a second one for
+    # FastAPI's response check (it runs sync handlers' checks on the pool too).
+    return await run_in_threadpool(hooks.prompt_submit, body, scope=scope)
 
 
 @router.post("/session-end", response_model=SessionEndResponse)
@@ -77,8 +81,8 @@ def remember(body: HookRememberRequest, hooks: HooksDep, actor: ActorDep) -> Rem
 
 
 @router.post("/recall", response_model=RecallResponse)
-def recall(body: HookRecallRequest, hooks: HooksDep, scope: ScopeDep) -> RecallResponse:
-    return hooks.recall(body, scope=scope)
+async def recall(body: HookRecallRequest, hooks: HooksDep, scope: ScopeDep) -> RecallResponse:
+    return await run_in_threadpool(hooks.recall, body, scope=scope)
 
 
 @router.post("/pre-compaction", response_model=PreCompactionResponse)

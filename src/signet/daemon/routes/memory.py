@@ -6,6 +6,7 @@ import asyncio
 from typing import Annotated
 
 from fastapi import APIRouter, Query
+from starlette.concurrency import run_in_threadpool
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.errors import InvalidRequest
@@ -80,9 +81,12 @@ def remember_batch(
 
 
 @router.post("/api/memory/recall", response_model=RecallResponse)
-def recall(body: RecallRequest, runtime: RuntimeDep, scope: ScopeDep) -> RecallResponse:
+async def recall(body: RecallRequest, runtime: RuntimeDep, scope: ScopeDep) -> RecallResponse:
     """Hybrid search (BM25 + vectors). ``vector_search.available`` says whether vectors took part."""
-    return runtime.service.recall(body, scope=scope)
+    # The recall blocks (SQLite, the query embedding), so it runs on a worker thread; the
+    # handler itself is async so FastAPI checks the response here instead of taking a second
+    # worker-thread hop for it (it does that for sync handlers).
+    return await run_in_threadpool(runtime.service.recall, body, scope=scope)
 
 
 @router.get("/api/memory/search", response_model=RecallResponse)

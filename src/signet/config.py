@@ -53,6 +53,10 @@ class SearchSettings(Section):
     top_k: int = Field(50, ge=1, le=1000, description="candidates taken from each leg before fusion")
     min_score: float = Field(0.1, ge=0.0, le=1.0)
     default_limit: int = Field(10, ge=1, le=200)
+    vector_threads: int = Field(
+        1, ge=0, le=256,
+        description="BLAS threads for the vector leg's matrix product (0: numpy's default, often one per core)",
+    )
 
 
 class ExtractionSettings(Section):

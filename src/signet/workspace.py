@@ -128,7 +128,7 @@ def setup_workspace(
             "agent": {"name": agent_name, "created": now, "updated": now},
             "harnesses": list(harnesses or []),
             "embedding": {"provider": embedding_provider, "model": _default_model(embedding_provider)},
-            "search": {"alpha": 0.7, "top_k": 50, "min_score": 0.1},
+            "search": {"alpha": 0.7, "top_k": 50, "min_score": 0.1, "vector_threads": 1},
             "memory": {
                 "database": "memory/memories.db",
                 "decay_rate": 0.95,

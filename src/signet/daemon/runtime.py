@@ -19,7 +19,7 @@ from signet.hooks.recovery import recover as recover_transcripts
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.pipeline import install as install_pipeline
-from signet.search.vectors import VectorIndex
+from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.store.database import Database
 from signet.workspace import Workspace
 
@@ -51,6 +51,7 @@ class Runtime:
         if self._running:
             return self
         self.db.open()
+        limit_blas_threads(self.settings.search.vector_threads)
         self.embeddings.start()
         self.retention.start()
         self.watcher.start()

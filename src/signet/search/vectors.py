@@ -24,6 +24,24 @@ from signet.embedding.base import Vectors
 _NO_PROJECT = -1
 
 
+def limit_blas_threads(threads: int) -> None:
+    """Cap the threads numpy's BLAS uses for the vector leg's product (process-wide; 0: leave it).
+
+    A recall runs three CPU-heavy steps at once: the keyword leg on a pool thread, the query
+    embedding, then this product. With OpenBLAS's default of one thread per core, on two
+    cores its threads fight the keyword leg for the CPU and the whole recall waits for the
+    slowest: at 100,000 memories over HTTP recall p95 was 61-68 ms with the default and 44-52
+    ms with one thread, p50 39-44 against 31-37 (docs/benchmarks.md, latency). Only the BLAS
+    libraries already loaded are affected (numpy's, imported with this module); torch's own
+    pool is ``embedding.threads``.
+    """
+    if threads <= 0:
+        return
+    from threadpoolctl import threadpool_limits
+
+    threadpool_limits(limits=threads, user_api="blas")
+
+
 def epoch(created_at: str | None) -> float:
     """A stored ISO-8601 ``created_at`` as POSIX seconds; NaN when absent or unreadable
     (such a row is simply never inside a time window)."""

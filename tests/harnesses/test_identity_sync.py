@@ -15,6 +15,7 @@ from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
 from signet.daemon.watcher import commit_message, relevant
 from signet.harnesses import install as ops
+from signet.models import RememberRequest
 from signet.workspace import Workspace
 
 GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -83,6 +84,38 @@ def test_watcher_can_be_turned_off(make_workspace: Callable[..., Workspace]) -> 
     ws = make_workspace(embedding="none", hooks={"watch": False})
     with Runtime(ws) as rt:
         assert rt.watcher._threads == []
+
+
+def test_watcher_sees_agents_files_and_never_the_database(
+    make_workspace: Callable[..., Workspace], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Only the root's own files and agents/ are watched, so the store's writes under memory/
+    never reach the filter (a recursive watch of the root delivered every WAL write to it),
+    while an agent's identity file in an agents/ folder created after start is still seen."""
+    import signet.daemon.watcher as watcher_mod
+
+    seen: list[Path] = []
+    real = watcher_mod.relevant
+
+    def counting(root: Path, path: Path) -> tuple[bool, bool]:
+        seen.append(path)
+        return real(root, path)
+
+    monkeypatch.setattr(watcher_mod, "relevant", counting)
+    ws = make_workspace(embedding="none")
+    with Runtime(ws) as rt:
+        time.sleep(0.3)  # the watcher is up
+        db_dir = ws.root / "memory"
+        for i in range(20):
+            (db_dir / "scratch.bin").write_bytes(bytes([i]) * 100)
+            rt.service.remember(RememberRequest(content=f"watcher test memory {i}"))
+        (ws.root / "agents" / "bob").mkdir(parents=True)
+        time.sleep(0.5)  # the agents/ watch starts when the folder appears
+        (ws.root / "agents" / "bob" / "SOUL.md").write_text("# Bob\n")
+        wait_for(lambda: "agents/bob/SOUL.md" in rt.watcher._changed, 5)
+        (ws.root / "USER.md").write_text("# User\n\nPrefers short answers.\n")
+        wait_for(lambda: "USER.md" in rt.watcher._changed, 5)
+    assert not [p for p in seen if db_dir in p.parents], seen
 
 
 @pytest.fixture

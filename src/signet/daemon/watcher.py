@@ -9,6 +9,12 @@ git repository, changed files are committed once quiet for ``hooks.commit_deboun
 Debouncing is a deadline that each event pushes back; one thread waits for file events
 (watchfiles) and one fires what is due, so a burst of saves makes one regeneration and
 one commit.
+
+Only what can matter is watched: the workspace root's own files (not recursively) and
+``agents/`` (recursively, from when it exists). A recursive watch of the root also
+watched ``memory/``, whose database and WAL change on every write: each remember cost
+the inotify thread and the Python filter some CPU for nothing (about 7% of a core during
+a burst of remembers; docs/benchmarks.md, latency).
 """
 
 from __future__ import annotations
@@ -17,8 +23,10 @@ import logging
 import subprocess
 import threading
 import time
+from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
+from typing import Any
 
 from signet.config import HooksSettings
 from signet.harnesses import install as harness_install
@@ -59,6 +67,7 @@ class IdentityWatcher:
         self._commit_due: float | None = None
         self._changed: list[str] = []
         self._threads: list[threading.Thread] = []
+        self._watching_agents = False
         self.regenerations = 0
         self.commits = 0
 
@@ -75,23 +84,53 @@ class IdentityWatcher:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
-        for t in self._threads:
+        with self._lock:
+            threads = list(self._threads)
+        for t in threads:
             t.join(timeout=10)
-        self._threads.clear()
+        with self._lock:
+            self._threads.clear()
+            self._watching_agents = False
 
     # -- events ----------------------------------------------------------------------------
     def _watch(self) -> None:
+        """The root's own files; starts the ``agents/`` watch now or when that folder appears."""
+        agents = self.root / "agents"
+        self._watch_agents()
+        for changes in self._changes(self.root, recursive=False, also=agents):
+            if any(Path(p) == agents for _, p in changes):
+                self._watch_agents()
+            self.notify([Path(p) for _, p in changes])
+
+    def _watch_agents(self) -> None:
+        agents = self.root / "agents"
+        with self._lock:
+            if self._watching_agents or self._stop.is_set() or not agents.is_dir():
+                return
+            self._watching_agents = True
+            t = threading.Thread(target=self._watch_tree, args=(agents,), name="signet-watcher-agents", daemon=True)
+            self._threads.append(t)
+        t.start()
+
+    def _watch_tree(self, path: Path) -> None:
+        for changes in self._changes(path, recursive=True):
+            self.notify([Path(p) for _, p in changes])
+        with self._lock:  # the folder went away: a new one is watched again when it appears
+            self._watching_agents = False
+
+    def _changes(self, path: Path, *, recursive: bool, also: Path | None = None) -> Iterator[set[tuple[Any, str]]]:
+        """Batches of relevant changes under ``path`` (plus the path ``also``) until stopped."""
         from watchfiles import watch
 
-        def keep(_: object, path: str) -> bool:
-            return any(relevant(self.root, Path(path)))
+        def keep(_: object, changed: str) -> bool:
+            p = Path(changed)
+            return p == also or any(relevant(self.root, p))
 
         try:
-            for changes in watch(self.root, watch_filter=keep, debounce=200, step=50, stop_event=self._stop,
-                                 raise_interrupt=False):
-                self.notify([Path(p) for _, p in changes])
-        except OSError as exc:  # the workspace vanished or cannot be watched: sync stops, the daemon goes on
-            log.warning("identity watcher stopped: %s", exc)
+            yield from watch(path, watch_filter=keep, debounce=200, step=50, stop_event=self._stop,
+                             raise_interrupt=False, recursive=recursive)
+        except OSError as exc:  # the folder vanished or cannot be watched: sync stops, the daemon goes on
+            log.warning("identity watcher stopped watching %s: %s", path, exc)
 
     def notify(self, paths: list[Path]) -> None:
         """Record changed files and push the deadlines back (also the test entry point)."""

@@ -18,7 +18,7 @@ from signet.daemon.runtime import Runtime
 from signet.embedding.base import EmbeddingError
 from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
 from signet.embedding.service import QueryEmbeddingPaused
-from signet.models import RecallRequest, RememberRequest
+from signet.models import ModifyPatch, ModifyRequest, RecallRequest, RememberRequest
 from signet.sdk import AsyncSignetClient
 from signet.workspace import Workspace
 from tests.conftest import start_runtime, write_config
@@ -82,6 +82,38 @@ def test_runtime_with_ollama_never_reembeds_and_detects_model_change(
         assert st.embedding.stale_model == 0 and st.embedding.coverage == 1.0
         docs = [t for t in fake.embedded if t not in ("signet", "orchard apples")]
         assert len(docs) == 4  # the two live texts, once per model
+    finally:
+        rt.stop()
+
+
+def test_embedder_sweeps_the_store_once_then_follows_new_and_edited_memories(
+    fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]
+) -> None:
+    """The first pass walks the store by a cursor (batches of 4 here); after it, only memories
+    with no vector yet are looked at (migration 9's index), and each text is embedded once."""
+    ws = make_workspace(embedding="none")
+    with Runtime(ws) as rt:  # stored while no embedder runs
+        ids = [rt.service.remember(RememberRequest(content=f"sweep test memory number {i}")).id for i in range(10)]
+    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
+                                "batch_size": 1})
+    rt = start_runtime(ws)
+    try:
+        assert rt.embeddings.wait_idle(30)
+        assert rt.embeddings._swept
+        docs = lambda: sorted(t for t in fake.embedded if t.startswith("sweep") or t.startswith("edited"))  # noqa: E731
+        assert docs() == sorted(f"sweep test memory number {i}" for i in range(10))
+        rt.service.remember(RememberRequest(content="sweep test memory, a new one"))
+        rt.service.modify(ModifyRequest(patches=[ModifyPatch(id=ids[3], content="edited text of memory three")],
+                                        reason="test"))
+        assert rt.embeddings.wait_idle(30)
+        assert len(docs()) == 12 and docs().count("edited text of memory three") == 1
+        assert rt.embeddings.pending_count() == 0
+        assert all(mid in rt.index for mid in ids)
+        full = rt.db.read(lambda c: c.execute(
+            "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
+            "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)",
+            (rt.embeddings.model_key,)).fetchone()[0])
+        assert full == 0
     finally:
         rt.stop()
 
@@ -485,3 +517,25 @@ def test_background_embedder_survives_database_errors_and_reports_a_crash(
         assert rt.service.recall(RecallRequest(query="sea mammals sleeping")).method == "hybrid"
     finally:
         rt.stop()
+
+
+def test_migration_9_indexes_exactly_the_memories_without_a_vector(tmp_path: Any) -> None:
+    """The partial index behind the embedder's steady state lists live memories whose
+    ``embedding_model`` is NULL, on a store created before it (migrations 1-8 applied)."""
+    from signet.store.migrations import MIGRATIONS, migrate
+    from signet.store.sqlite import sqlite3
+
+    conn = sqlite3.connect(str(tmp_path / "m.db"), isolation_level=None)
+    migrate(conn, [m for m in MIGRATIONS if m.version <= 8])
+    for i, (model, deleted) in enumerate([(None, 0), ("ollama:x", 0), (None, 1), (None, 0)]):
+        conn.execute(
+            "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at,"
+            " embedding_model, is_deleted) VALUES (?, ?, ?, ?, 't', 't', ?, ?)",
+            (f"m{i}", f"text {i}", f"text {i}", f"h{i}", model, deleted),
+        )
+    assert migrate(conn) == [9]
+    from signet.embedding.service import _NEW_SQL
+
+    plan = " ".join(str(r) for r in conn.execute("EXPLAIN QUERY PLAN " + _NEW_SQL, (10,)))
+    assert "idx_memories_unembedded" in plan
+    assert [r[1] for r in conn.execute(_NEW_SQL, (10,))] == ["m0", "m3"]

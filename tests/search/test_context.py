@@ -59,6 +59,12 @@ def test_migration_7_text_is_frozen() -> None:
     assert m7.checksum == "74c1a9c01c8e47d2e6408d51ab75215fdc42ef2e71eff580b4340011185f4b74"
 
 
+def test_migration_8_text_is_frozen() -> None:
+    # Shipped at stop 11; stores that applied it recorded this checksum.
+    (m8,) = [m for m in MIGRATIONS if m.version == 8]
+    assert m8.checksum == "67a8fcd3f10e43a23906e18059cfbd02fb6d62e47d8e49e6a17fda5103165161"
+
+
 def test_migration_8_scopes_dedupe_by_agent_and_project_on_an_existing_store() -> None:
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate(conn, [m for m in MIGRATIONS if m.version <= 7])
@@ -70,7 +76,7 @@ def test_migration_8_scopes_dedupe_by_agent_and_project_on_an_existing_store() -
         raise AssertionError("before migration 8 the hash was unique store-wide")
     except sqlite3.IntegrityError:
         pass
-    assert migrate(conn) == [8]
+    assert migrate(conn, [m for m in MIGRATIONS if m.version <= 8]) == [8]
     conn.execute(dup, ("m2", "other-project", "default"))  # another project: its own memory
     conn.execute(dup, ("m3", "p", "another-agent"))  # another agent: its own memory
     try:

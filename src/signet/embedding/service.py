@@ -33,12 +33,23 @@ log = logging.getLogger(__name__)
 
 State = Literal["loading", "ready", "unavailable", "disabled"]
 
-_PENDING_SQL = """
-SELECT m.id, m.content, m.content_hash FROM memories m
+_SWEEP_SQL = """
+SELECT m.seq, m.id, m.content, m.content_hash FROM memories m
 LEFT JOIN embeddings e ON e.content_hash = m.content_hash
-WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)
+WHERE m.is_deleted = 0 AND m.seq > ? AND (e.content_hash IS NULL OR e.model IS NOT ?)
 ORDER BY m.seq LIMIT ?
 """
+"""Every live memory without a vector of the current model, from ``seq`` on: the first pass
+after the model loads (it also finds memories embedded by another model)."""
+
+_NEW_SQL = """
+SELECT m.seq, m.id, m.content, m.content_hash FROM memories m INDEXED BY idx_memories_unembedded
+WHERE m.embedding_model IS NULL AND m.is_deleted = 0
+ORDER BY m.seq LIMIT ?
+"""
+"""New and edited memories (``embedding_model`` is NULL until their vector is stored), by the
+partial index of migration 9 (named: without statistics the planner preferred a scan of
+every live memory): what is pending once the first pass is done."""
 
 
 class QueryEmbeddingPaused(EmbeddingError):
@@ -93,6 +104,10 @@ class EmbeddingService:
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
         self._idle = threading.Event()
+        # The first pass after the model loads sweeps every memory once, in seq order from
+        # a cursor; after it only new and edited memories can lack a vector (_NEW_SQL).
+        self._swept = False
+        self._sweep_from = 0
         self._query_cache: OrderedDict[str, Vectors] = OrderedDict()
         self._cache_lock = threading.Lock()
         # Circuit breaker for query embeddings (see query_paused). The clock is an attribute
@@ -198,6 +213,7 @@ class EmbeddingService:
         embedder.load()
         self.embedder = embedder
         self._load_index()
+        self._swept, self._sweep_from = False, 0
         self.state = "ready"
         log.info("embedder %s ready in %.1fs (backend %s, %d vectors indexed)", self.model_key,
                  time.perf_counter() - started, self.backend or self.settings.provider, len(self.index))
@@ -223,19 +239,28 @@ class EmbeddingService:
 
     # -- work ------------------------------------------------------------------------------
     def pending_count(self) -> int:
-        row = self.db.read(
-            lambda c: c.execute(
-                "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
-                "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)",
-                (self.model_key,),
-            ).fetchone()
-        )
+        """Live memories still waiting for a vector of the current model."""
+        args: tuple[str, ...] = ()
+        if self._swept:  # then only new and edited memories can be waiting: an index count
+            sql = ("SELECT COUNT(*) FROM memories INDEXED BY idx_memories_unembedded"
+                   " WHERE embedding_model IS NULL AND is_deleted = 0")
+        else:
+            sql = ("SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
+                   "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)")
+            args = (self.model_key,)
+        row = self.db.read(lambda c: c.execute(sql, args).fetchone())
         return int(row[0])
 
     def _embed_pending_batch(self) -> bool:
         assert self.embedder is not None
         batch = max(self.settings.batch_size, 1) * 4
-        rows = self.db.read(lambda c: list(c.execute(_PENDING_SQL, (self.model_key, batch))))
+        if self._swept:
+            rows = self.db.read(lambda c: list(c.execute(_NEW_SQL, (batch,))))
+        else:
+            rows = self.db.read(lambda c: list(c.execute(_SWEEP_SQL, (self._sweep_from, self.model_key, batch))))
+            if not rows:
+                self._swept = True  # every memory has been looked at once
+                return self._embed_pending_batch()
         if not rows:
             return False
         by_hash: dict[str, str] = {}
@@ -244,6 +269,8 @@ class EmbeddingService:
         hashes = list(by_hash)
         vectors = self.embedder.embed([by_hash[h] for h in hashes])
         self.store_vectors(hashes, [by_hash[h] for h in hashes], vectors)
+        if not self._swept:
+            self._sweep_from = max(int(r["seq"]) for r in rows)
         self.last_batch_error = None
         self._provider_answered()  # recalls and edits may use it again
         return True

@@ -12,6 +12,7 @@ import logging
 import os
 import subprocess
 import sys
+import time
 from collections.abc import Callable
 from pathlib import Path
 
@@ -200,3 +201,35 @@ def test_an_unwritable_cache_falls_back_to_torch(
         emb = LocalEmbedder()
         emb.load()
     assert emb.backend_in_use == "torch" and "ONNX export into" in caplog.text and "NotADirectoryError" in caplog.text
+
+
+def test_fingerprint_follows_content_not_place_or_time(tmp_path: Path) -> None:
+    """Two installations of the same model files share one export; changed weights do not."""
+    a, b = tmp_path / "a", tmp_path / "b"
+    for d in (a, b):
+        d.mkdir()
+        (d / "config.json").write_text('{"hidden_size": 384}')
+        (d / "model.safetensors").write_bytes(b"\x01" * 4096)
+    os.utime(b / "model.safetensors", (1_000_000, 1_000_000))  # another install time
+    assert onnx_model.fingerprint(a) == onnx_model.fingerprint(b)
+    (b / "model.safetensors").write_bytes(b"\x02" * 4096)  # same size, new weights
+    assert onnx_model.fingerprint(a) != onnx_model.fingerprint(b)
+
+
+def test_only_exports_unused_for_a_month_are_removed(tmp_path: Path) -> None:
+    """A newer export deletes another fingerprint's file only when nothing has loaded it for
+    30 days: it may belong to another installation that is still running."""
+    current = tmp_path / "all-MiniLM-L6-v2-0123456789abcdef.onnx"
+    recent = tmp_path / "all-MiniLM-L6-v2-1111111111111111.onnx"
+    old = tmp_path / "all-MiniLM-L6-v2-2222222222222222.onnx"
+    revived = tmp_path / "all-MiniLM-L6-v2-3333333333333333.onnx"
+    other_model = tmp_path / "other-model-4444444444444444.onnx"
+    for f in (current, recent, old, revived, other_model):
+        f.write_bytes(b"onnx")
+    month_ago = time.time() - onnx_model.STALE_AFTER_S - 60
+    for f in (old, revived, other_model):
+        os.utime(f, (month_ago, month_ago))
+    onnx_model._mark_used(revived)  # created long ago, loaded today
+    onnx_model._remove_stale(current)
+    assert sorted(p.name for p in tmp_path.glob("*.onnx")) == sorted(
+        p.name for p in (current, recent, revived, other_model))

@@ -13,8 +13,9 @@ abs difference ~2e-7).
   cache has no file for it. It imports onnxruntime and tokenizers only; a cached file that
   onnxruntime cannot open is deleted and exported again, once.
 
-The cached file is named by the model and a fingerprint of its files (size and modification
-time) and of :data:`EXPORT_VERSION`, so an upgraded model package never reuses an old export.
+The cached file is named by the model and a fingerprint of its files' contents and of
+:data:`EXPORT_VERSION`, so an upgraded model package never reuses an old export, and two
+installations of the same package share one.
 Every failure is an :class:`~signet.embedding.base.EmbeddingError`; the local embedder falls
 back to torch on it when ``embedding.backend`` is ``auto``.
 """
@@ -77,13 +78,36 @@ def cache_dir() -> Path:
 
 
 def fingerprint(model_dir: Path) -> str:
-    """A short digest of the model's files (name, size, mtime) and the exporter version."""
+    """A short digest of the model's files' contents and the exporter version.
+
+    By content, not by path or modification time: two installations of the same package
+    (a virtualenv and a pipx install, CI and a checkout) share one export instead of each
+    exporting its own (15 s, and torch) and deleting the other's as stale. Hashing the 90 MB
+    of weights takes ~0.25 s, once per process, on the background loader.
+    """
+    stats = tuple((name, *_stat(model_dir / name)) for name in _FINGERPRINTED)
+    return _content_digest(str(model_dir), stats)
+
+
+def _stat(f: Path) -> tuple[int, int]:
+    try:
+        st = f.stat()
+    except OSError:
+        return (-1, -1)
+    return (st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=8)
+def _content_digest(model_dir: str, stats: tuple[tuple[str, int, int], ...]) -> str:
+    """``stats`` (name, size, mtime) is the cache key: a changed file is hashed again."""
     h = hashlib.sha256(f"signet-onnx-export:{EXPORT_VERSION}:opset{OPSET}".encode())
-    for name in _FINGERPRINTED:
-        f = model_dir / name
-        if f.is_file():
-            st = f.stat()
-            h.update(f"{name}:{st.st_size}:{st.st_mtime_ns};".encode())
+    for name, size, _mtime in stats:
+        if size < 0:
+            continue
+        h.update(f"{name}:{size}:".encode())
+        with (Path(model_dir) / name).open("rb") as fh:
+            for block in iter(lambda: fh.read(1 << 20), b""):
+                h.update(block)
     return h.hexdigest()[:16]
 
 
@@ -204,6 +228,7 @@ def load(model_name: str, model_dir: Path, threads: int) -> OnnxModel:
     path = export_path(model_name, model_dir)
     if not path.is_file():
         export(model_dir, path)
+    _mark_used(path)
     try:
         return OnnxModel.open(path, model_dir, threads)
     except UnloadableExport as exc:
@@ -333,14 +358,39 @@ def _verify(model_dir: Path, candidate: Path) -> float:
     return float(max(np.abs(batch - reference).max(), np.abs(single - reference).max()))
 
 
-def _remove_stale(current: Path) -> None:
-    """Delete exports of the same model with another fingerprint (an upgraded package)."""
+STALE_AFTER_S = 30 * 86400
+"""An export of another fingerprint unused this long is deleted when a new one is made."""
+
+
+def _mark_used(path: Path) -> None:
+    """Touch ``<export>.used``: how :func:`_remove_stale` tells a live export from an old one
+    (the export's own mtime is its creation time; access times are often not kept)."""
+    try:
+        path.with_suffix(".used").touch()
+    except OSError as exc:  # a read-only cache: the export still works, it just looks old
+        log.debug("could not mark %s as used: %s", path, exc)
+
+
+def _last_used(path: Path) -> float:
+    times = [f.stat().st_mtime for f in (path, path.with_suffix(".used")) if f.is_file()]
+    return max(times, default=0.0)
+
+
+def _remove_stale(current: Path, now: float | None = None) -> None:
+    """Delete exports of the same model with another fingerprint (an upgraded package) that
+    no installation has loaded for :data:`STALE_AFTER_S`; a recently used one may belong to
+    another installation that is still running."""
     prefix = current.name.rsplit("-", 1)[0] + "-"
+    cutoff = (time.time() if now is None else now) - STALE_AFTER_S
     for old in current.parent.glob(f"{prefix}*.onnx"):
-        if old != current and re.fullmatch(re.escape(prefix) + r"[0-9a-f]{16}\.onnx", old.name):
-            try:
-                old.unlink()
-            except OSError as exc:  # another process may still be using it; harmless to keep
-                log.warning("could not remove stale ONNX export %s: %s", old, exc)
-            else:
-                log.info("removed stale ONNX export %s", old)
+        if old == current or not re.fullmatch(re.escape(prefix) + r"[0-9a-f]{16}\.onnx", old.name):
+            continue
+        if _last_used(old) > cutoff:
+            continue
+        try:
+            old.unlink()
+            old.with_suffix(".used").unlink(missing_ok=True)
+        except OSError as exc:  # another process may still be using it; harmless to keep
+            log.warning("could not remove stale ONNX export %s: %s", old, exc)
+        else:
+            log.info("removed stale ONNX export %s (unused for %d days)", old, STALE_AFTER_S // 86400)

@@ -45,6 +45,22 @@ def test_index_search_keeps_only_the_period_and_never_rows_without_a_time() -> N
     assert {h.memory_id for h in index.search(q, 4, created_between=march)} == {"naive", "mar"}
 
 
+def test_index_reuses_a_query_product_only_while_the_vectors_are_unchanged() -> None:
+    """One recall may search several times with one query (period pool, widened pools); the
+    product is computed once, and any change to the vectors invalidates it."""
+    index = VectorIndex(2)
+    index.upsert_many(["a", "b"], np.stack([unit(1, 0), unit(0, 1)]), [None] * 2, [None] * 2)
+    q = unit(1, 0.2)
+    assert [h.memory_id for h in index.search(q, 1)] == ["a"]
+    assert [h.memory_id for h in index.search(q, 1)] == ["a"]  # same query, same matrix
+    index.upsert("b", unit(1, 0.3), None, None)  # b changes
+    assert [h.memory_id for h in index.search(q, 1)] == ["b"]
+    index.upsert("c", unit(1, 0.2), None, None)  # a new row grows the matrix
+    assert [h.memory_id for h in index.search(q, 1)] == ["c"]
+    index.remove("c")
+    assert [h.memory_id for h in index.search(q, 1)] == ["b"]
+
+
 def _client(ws: Workspace) -> tuple[Any, TestClient]:
     rt = start_runtime(ws)
     return rt, TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False)

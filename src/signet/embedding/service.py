@@ -33,12 +33,11 @@ log = logging.getLogger(__name__)
 
 State = Literal["loading", "ready", "unavailable", "disabled"]
 
-_SWEEP_SQL = """
-SELECT m.seq, m.id, m.content, m.content_hash FROM memories m
-LEFT JOIN embeddings e ON e.content_hash = m.content_hash
-WHERE m.is_deleted = 0 AND m.seq > ? AND (e.content_hash IS NULL OR e.model IS NOT ?)
-ORDER BY m.seq LIMIT ?
-"""
+_WITHOUT_VECTOR = """FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash
+WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT :model)"""
+"""Live memories with no vector of the current model (``:model``), by the embeddings table."""
+
+_SWEEP_SQL = f"SELECT m.seq, m.id, m.content, m.content_hash {_WITHOUT_VECTOR} AND m.seq > :after ORDER BY m.seq LIMIT :n"
 """Every live memory without a vector of the current model, from ``seq`` on: the first pass
 after the model loads (it also finds memories embedded by another model)."""
 
@@ -240,15 +239,12 @@ class EmbeddingService:
     # -- work ------------------------------------------------------------------------------
     def pending_count(self) -> int:
         """Live memories still waiting for a vector of the current model."""
-        args: tuple[str, ...] = ()
         if self._swept:  # then only new and edited memories can be waiting: an index count
             sql = ("SELECT COUNT(*) FROM memories INDEXED BY idx_memories_unembedded"
                    " WHERE embedding_model IS NULL AND is_deleted = 0")
         else:
-            sql = ("SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
-                   "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)")
-            args = (self.model_key,)
-        row = self.db.read(lambda c: c.execute(sql, args).fetchone())
+            sql = f"SELECT COUNT(*) {_WITHOUT_VECTOR}"
+        row = self.db.read(lambda c: c.execute(sql, {"model": self.model_key}).fetchone())
         return int(row[0])
 
     def _embed_pending_batch(self) -> bool:
@@ -257,7 +253,8 @@ class EmbeddingService:
         if self._swept:
             rows = self.db.read(lambda c: list(c.execute(_NEW_SQL, (batch,))))
         else:
-            rows = self.db.read(lambda c: list(c.execute(_SWEEP_SQL, (self._sweep_from, self.model_key, batch))))
+            args = {"model": self.model_key, "after": self._sweep_from, "n": batch}
+            rows = self.db.read(lambda c: list(c.execute(_SWEEP_SQL, args)))
             if not rows:
                 self._swept = True  # every memory has been looked at once
                 return self._embed_pending_batch()

@@ -22,6 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from functools import lru_cache
+from itertools import islice
 
 WHO_BOOST = 0.4
 
@@ -85,15 +86,26 @@ def boost_named(
     return {mid: min(1.0, s * (1.0 + boost)) if who_of.get(mid) in named else s for mid, s in scores.items()}
 
 
-@lru_cache(maxsize=65536)
+_CACHED_CHARS = 1000
+"""Texts up to this long have their length prior cached (at most 8,192 of them, ~8 MB)."""
+
+
 def length_prior(content: str) -> float:
     """The length factor in (0, 1] of a memory's text (see the module docstring).
 
-    Cached: the same memories come back as candidates recall after recall, and counting
-    words was a tenth of a recall's own CPU (a candidate pool of ~150 texts).
+    Words are counted only up to ``LENGTH_REF`` (the factor is 1 from there on), and short
+    texts are cached: the same memories come back as candidates recall after recall, and
+    counting words was a tenth of a recall's own CPU (a candidate pool of ~150 texts).
     """
-    words = max(1, min(len(_WORD.findall(content)), LENGTH_REF))
+    return _cached_prior(content) if len(content) <= _CACHED_CHARS else _prior(content)
+
+
+def _prior(content: str) -> float:
+    words = max(1, sum(1 for _ in islice(_WORD.finditer(content), LENGTH_REF)))
     return float((words / LENGTH_REF) ** LENGTH_EXPONENT)
+
+
+_cached_prior = lru_cache(maxsize=8192)(_prior)
 
 
 def weigh_length(scores: Mapping[str, float], contents: Mapping[str, str]) -> dict[str, float]:

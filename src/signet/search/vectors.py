@@ -72,6 +72,11 @@ class VectorIndex:
         self._row_of: dict[str, int] = {}
         self._project_codes: dict[str, int] = {}
         self._size = 0
+        # The last query's product with the matrix, reused while the matrix is unchanged: one
+        # recall searches more than once with the same query (a pool widened past rejecting
+        # filters, the pool of a period the query names) and the product is the costly part.
+        self._version = 0
+        self._last_product: tuple[bytes, int, Vectors] | None = None
 
     def __len__(self) -> int:
         with self._lock:
@@ -131,6 +136,7 @@ class VectorIndex:
                     self._ids.append(mid)
                     self._row_of[mid] = row
                 self._matrix[row] = vec
+                self._version += 1
                 self._projects[row] = self._code(proj)
                 self._created[row] = epoch(when)
                 self._live[row] = True
@@ -178,6 +184,16 @@ class VectorIndex:
             sims = self._matrix[idx] @ query
             return {mid: float(s) for (mid, _), s in zip(present, sims, strict=True)}
 
+    def _product(self, query: Vectors, n: int) -> Vectors:
+        """``matrix[:n] @ query``, computed once per query and matrix state (call with the lock)."""
+        key = query.tobytes()
+        last = self._last_product
+        if last is not None and last[0] == key and last[1] == self._version and last[2].shape[0] == n:
+            return last[2]
+        sims: Vectors = self._matrix[:n] @ query
+        self._last_product = (key, self._version, sims)
+        return sims
+
     def search(
         self,
         query: Vectors,
@@ -195,7 +211,7 @@ class VectorIndex:
             n = self._size
             if n == 0 or k <= 0 or self.dimensions is None or query.shape[-1] != self.dimensions:
                 return []
-            sims = self._matrix[:n] @ query
+            sims = self._product(query, n)
             mask = self._live[:n].copy()
             if project is not None:
                 code = self._project_codes.get(project)

@@ -8,6 +8,7 @@ needs ``admin`` (fail closed), and tests/auth fails when any app route lacks an 
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Literal
 
@@ -101,8 +102,11 @@ _COMPILED: list[tuple[str, re.Pattern[str], Permission, str]] = sorted(
 )
 
 
+@functools.lru_cache(maxsize=1024)
 def route_permission(method: str, path: str) -> tuple[Permission, str]:
-    """(permission, route template) for a concrete request; unknown routes need ``admin``."""
+    """(permission, route template) for a concrete request; unknown routes need ``admin``.
+
+    Cached: every request asks, and the answer for a path never changes while the process runs."""
     m = "GET" if method == "HEAD" else method
     if len(path) > 1:
         path = path.rstrip("/") or "/"

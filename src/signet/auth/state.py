@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import ipaddress
 import logging
 import time
@@ -26,7 +27,9 @@ def effective_mode(settings: Settings) -> Mode:
     return settings.auth_mode or settings.auth.mode
 
 
+@functools.lru_cache(maxsize=256)
 def is_loopback(host: str | None) -> bool:
+    """Whether a peer address is loopback (cached: every request asks, about a handful of peers)."""
     if not host:
         return False
     try:

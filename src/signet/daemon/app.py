@@ -12,6 +12,7 @@ from starlette.routing import BaseRoute, Route
 from signet import __version__
 from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
+from signet.daemon.hotpath import RememberHotPath
 from signet.daemon.runtime import Runtime
 from signet.mcp.http import mount_mcp
 from signet.workspace import Workspace
@@ -56,12 +57,16 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         version=__version__,
         description="Local-first memory for AI agents.",
         lifespan=lifespan,
+        # No OpenTelemetry: a local daemon exports nothing, and FastAPI's native telemetry
+        # asks the global providers on every request otherwise (docs/benchmarks.md, latency).
+        telemetry={"tracing": False, "metrics": False, "logs": False},
     )
     app.state.runtime = rt
     install_error_handlers(app)
     for name in ROUTERS:
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.state.mcp = mount_mcp(app, rt)
+    app.add_middleware(RememberHotPath)  # inside auth: valid remembers skip the router (signet.daemon.hotpath)
     install_auth(app)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     return app

@@ -26,11 +26,16 @@ def _problems(exc: RequestValidationError) -> list[dict[str, Any]]:
     return out
 
 
+def signet_error_response(exc: SignetError) -> JSONResponse:
+    """A domain error as the API answers it: its status, message and code (and Retry-After)."""
+    headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
+    return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SignetError)
     async def signet_error(_: Request, exc: SignetError) -> JSONResponse:
-        headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
-        return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+        return signet_error_response(exc)
 
     @app.exception_handler(RequestValidationError)
     async def validation_error(_: Request, exc: RequestValidationError) -> JSONResponse:

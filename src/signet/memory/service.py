@@ -72,7 +72,16 @@ from signet.store.database import Database
 
 log = logging.getLogger(__name__)
 
+_INSERT_SQL = (
+    "INSERT INTO memories(id, type, content, normalized_content, content_hash, importance, pinned, tags, who, why,"
+    " project, source_type, source_id, created_at, updated_at, updated_by, agent_id, visibility, embedding_model)"
+    " VALUES (:id, :type, :content, :normalized_content, :content_hash, :importance, :pinned, :tags, :who, :why,"
+    " :project, :source_type, :source_id, :created_at, :updated_at, :updated_by, :agent_id, :visibility,"
+    " :embedding_model) ON CONFLICT DO NOTHING RETURNING *"
+)
+
 RememberHook = Callable[[Any, dict[str, Any]], None]
+PrepareHook = Callable[[dict[str, Any]], None]
 EXPLICIT_IMPORTANCE = 0.8
 
 
@@ -93,6 +102,11 @@ class MemoryService:
         self.recaller = Recaller(db, settings, index, embeddings)
         self.workspace_root = workspace_root
         self.started = time.time()
+        self.prepare_hooks: list[PrepareHook] = []
+        """Called by :meth:`_prepare` with the memory dict, on the caller's thread before the
+        write is queued: work that needs no transaction belongs here, not on the writer
+        thread, which every write waits for in turn. They may add keys (the dict's SQL uses
+        only its named columns)."""
         self.on_remember_tx: list[RememberHook] = []
         """Called inside the remember transaction with (conn, memory dict) for new memories."""
 
@@ -107,7 +121,7 @@ class MemoryService:
         tags = list(dict.fromkeys([*parsed.tags, *(req.tags or [])]))
         importance = 1.0 if pinned else (req.importance if req.importance is not None else EXPLICIT_IMPORTANCE)
         now = now_iso()
-        return {
+        mem = {
             "id": str(uuid.uuid4()),
             "content": parsed.content,
             "normalized_content": parsed.normalized,
@@ -126,6 +140,9 @@ class MemoryService:
             "agent_id": req.agent_id or "default",
             "visibility": req.visibility.value if req.visibility is not None else "global",
         }
+        for hook in self.prepare_hooks:
+            hook(mem)
+        return mem
 
     @staticmethod
     def _live_duplicate(
@@ -143,39 +160,49 @@ class MemoryService:
         ).fetchone()
 
     def _insert(self, conn: Any, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
-        """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped)."""
-        existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
-        if existing is not None:
+        """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped).
+
+        One statement does the dedupe and the insert: the unique index of migration 8 turns a
+        duplicate into "no row returned" (``ON CONFLICT DO NOTHING``), and ``RETURNING`` gives
+        the stored row without reading it again. A stored vector for this text is found first,
+        so the row is complete as returned. The writer thread runs every write in turn, so each
+        statement saved here is throughput (docs/benchmarks.md, latency).
+        """
+        vec = self._existing_vector(conn, mem["content_hash"])
+        row = conn.execute(_INSERT_SQL, {
+            **mem, "updated_by": changed_by, "embedding_model": self.embeddings.model_key if vec is not None else None,
+        }).fetchone()
+        if row is None:
+            existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
+            if existing is None:  # a conflict that is not the dedupe index: the id (never reused)
+                raise RuntimeError(f"memory {mem['id']} conflicts with a stored row")
             return existing, True
-        conn.execute(
-            "INSERT INTO memories(id, type, content, normalized_content, content_hash, importance, pinned, tags, who,"
-            " why, project, source_type, source_id, created_at, updated_at, updated_by, agent_id, visibility)"
-            " VALUES (:id, :type, :content, :normalized_content, :content_hash, :importance, :pinned, :tags, :who,"
-            " :why, :project, :source_type, :source_id, :created_at, :updated_at, :updated_by, :agent_id, :visibility)",
-            {**mem, "updated_by": changed_by},
-        )
         record_history(
             conn, mem["id"], "created", old_content=None, new_content=mem["content"],
             changed_by=changed_by, reason="remember", actor_type=actor_type,
             metadata={"type": mem["type"], "source_type": mem["source_type"]},
         )
-        self._index_existing_vector(conn, mem["id"], mem["content_hash"], mem["project"], mem["created_at"])
+        if vec is not None and self.index.dimensions in (None, vec.shape[0]):
+            self.index.upsert(mem["id"], vec, mem["project"], mem["created_at"])
         for hook in self.on_remember_tx:
             hook(conn, mem)
-        row = conn.execute("SELECT * FROM memories WHERE id = ?", (mem["id"],)).fetchone()
         return row, False
+
+    def _existing_vector(self, conn: Any, chash: str) -> Any:
+        """The stored vector of this text under the current model, if any: never embed twice."""
+        row = conn.execute(
+            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
+        ).fetchone()
+        return None if row is None else np.frombuffer(row[0], dtype=np.float32)
 
     def _index_existing_vector(
         self, conn: Any, memory_id: str, chash: str, project: str | None, created_at: str | None
     ) -> bool:
-        """Reuse a stored vector for this text (same hash, current model): never embed twice."""
-        row = conn.execute(
-            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
-        ).fetchone()
-        if row is None:
+        """Reuse a stored vector for this (edited or recovered) memory's text, if there is one."""
+        vec = self._existing_vector(conn, chash)
+        if vec is None:
             return False
         conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
-        vec = np.frombuffer(row[0], dtype=np.float32)
         if self.index.dimensions in (None, vec.shape[0]):
             self.index.upsert(memory_id, vec, project, created_at)
         return True

@@ -94,11 +94,11 @@ def persist(
     return {"entities": len(entities), "relations": relations, "mentions": links}
 
 
-def inline_link(conn: Any, memory_id: str, content: str, agent_id: str) -> int:
-    """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
+def candidate_names(content: str) -> list[str]:
+    """The names a text could mention: its 1..4-word runs (first 4,000 characters), lower-cased.
 
-    Candidate names are the 1..4-word runs of the text (its first 4,000 characters), looked
-    up by ``canonical_name``; nothing is created.
+    Pure and transaction-free, so the remember path computes it on the request thread
+    (MemoryService.prepare_hooks) instead of on the writer thread, its one serial step.
     """
     words = [w.lower().strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
     grams: set[str] = set()
@@ -107,10 +107,20 @@ def inline_link(conn: Any, memory_id: str, content: str, agent_id: str) -> int:
             g = " ".join(words[i:i + n])
             if len(g) >= 2:
                 grams.add(g)
-    if not grams:
+    return sorted(grams)
+
+
+def inline_link(conn: Any, memory_id: str, content: str, agent_id: str, names: list[str] | None = None) -> int:
+    """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
+
+    Candidate names (:func:`candidate_names`, or ``names`` computed beforehand) are looked
+    up by ``canonical_name``; nothing is created.
+    """
+    if names is None:
+        names = candidate_names(content)
+    if not names:
         return 0
     found = 0
-    names = sorted(grams)
     for start in range(0, len(names), 400):
         chunk = names[start:start + 400]
         marks = ",".join("?" for _ in chunk)

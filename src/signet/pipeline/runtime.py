@@ -14,6 +14,9 @@ from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmProvider, RecordingLlm
 from signet.pipeline.worker import Processor, Worker
 
+LINK_NAMES = "link_names"
+"""Key :meth:`Pipeline.prepare_remember` adds to the memory dict: the entity linker's candidate names."""
+
 if TYPE_CHECKING:
     from signet.daemon.runtime import Runtime
     from signet.ingest.base import Turn
@@ -61,11 +64,17 @@ class Pipeline:
         return None
 
     # -- hooks -----------------------------------------------------------------------------
+    def prepare_remember(self, mem: dict[str, Any]) -> None:
+        """Before the write is queued, on the caller's thread: the names the entity linker
+        will look up (pure work kept off the writer thread)."""
+        if self.settings.graph.enabled:
+            mem[LINK_NAMES] = graph.candidate_names(mem["content"])
+
     def on_remember(self, conn: Any, mem: dict[str, Any]) -> None:
         """Inside the remember transaction: link entities, queue extraction (never for the
         pipeline's own facts, which would loop)."""
         if self.settings.graph.enabled:
-            graph.inline_link(conn, mem["id"], mem["content"], mem.get("agent_id") or "default")
+            graph.inline_link(conn, mem["id"], mem["content"], mem.get("agent_id") or "default", mem.get(LINK_NAMES))
         if self.settings.enabled and mem.get("source_type") != "pipeline":
             queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
             self.worker.notify()
@@ -150,6 +159,7 @@ class Pipeline:
 def install(runtime: Runtime) -> Pipeline:
     p = Pipeline(runtime)
     runtime.extras["pipeline"] = p
+    runtime.service.prepare_hooks.append(p.prepare_remember)
     runtime.service.on_remember_tx.append(p.on_remember)
     runtime.on_start.append(p.start)
     runtime.on_stop.append(p.stop)

@@ -1,0 +1,150 @@
+"""A lean ASGI path for ``POST /api/memory/remember``, the daemon's hottest write.
+
+Importers, capture hooks and the pipeline send remembers in bursts, and a remember does
+little work of its own (validate, queue the write, await the group commit): FastAPI's
+request machinery around it (router matching, dependency solving with its cache keys and
+query parsing, response-model validation, the wrapped senders) cost the event loop more
+than the remember itself (docs/benchmarks.md, latency: remember throughput). The event loop
+shares one GIL with the SQLite writer thread, so that overhead capped throughput.
+
+This layer sits *inside* the auth middleware (Host check, tokens, permissions, scope and
+actor are settled before it runs) and in front of the router. It serves only the happy
+path, with the route's own handler (:func:`signet.daemon.routes.memory.remember`), the same
+request model validated the way FastAPI validates it (``json.loads`` then the model in
+Python mode) and the same response model. Anything unusual - another content type, a body
+that does not validate, an over-long ``X-Signet-Actor`` - is handed to the FastAPI route
+unchanged, so every error keeps exactly the answer the documented route gives. The route
+stays the contract: it is what OpenAPI documents and what the fallback runs.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+from pydantic import ValidationError
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from signet.daemon.errors import signet_error_response
+from signet.errors import SignetError
+from signet.memory.scope import UNSCOPED, ReadScope
+from signet.models import RememberRequest
+
+PATH = "/api/memory/remember"
+ACTOR_MAX = 200
+"""``X-Signet-Actor``'s limit in :func:`signet.daemon.deps.get_actor`; longer ones get the route's 422."""
+
+
+def _route_path(scope: Scope) -> str:
+    """The path the router matches: ``path`` without the ``root_path`` prefix (as Starlette does)."""
+    path: str = scope["path"]
+    root: str = scope.get("root_path", "")
+    return path[len(root):] if root and path.startswith(root) else path
+
+
+def _headers(scope: Scope) -> dict[bytes, bytes]:
+    """The request headers that matter here (first occurrence wins, as Starlette's ``Headers.get``)."""
+    out: dict[bytes, bytes] = {}
+    for k, v in scope["headers"]:
+        if k in (b"content-type", b"x-signet-actor") and k not in out:
+            out[k] = v
+    return out
+
+
+_JSON_MEDIA = re.compile(rb"application/(?:[a-z0-9.!#$&^_-]+\+)?json")
+
+
+def _json_content_type(value: bytes | None) -> bool:
+    """What the route parses as JSON: ``application/json`` or ``application/*+json``.
+
+    FastAPI's routes are strict about it: a body without a content type is not JSON to them
+    (a 422), so it is not here either. Anything unusual is left to the route (False).
+    """
+    if not value:
+        return False
+    media = value.split(b";", 1)[0].strip().lower()
+    return _JSON_MEDIA.fullmatch(media) is not None
+
+
+async def _read(receive: Receive) -> bytes:
+    chunks: list[bytes] = []
+    while True:
+        msg = await receive()
+        if msg["type"] != "http.request":
+            break
+        chunks.append(msg.get("body", b""))
+        if not msg.get("more_body", False):
+            break
+    return b"".join(chunks)
+
+
+def _replay(body: bytes) -> Receive:
+    """A ``receive`` that hands the already-read body to the route, then waits for disconnect."""
+    sent = False
+
+    async def receive() -> Message:
+        nonlocal sent
+        if not sent:
+            sent = True
+            return {"type": "http.request", "body": body, "more_body": False}
+        return {"type": "http.disconnect"}
+
+    return receive
+
+
+def parse(body: bytes, content_type: bytes | None) -> RememberRequest | None:
+    """The request as the route would validate it, or None when the route must answer instead."""
+    if not body or not _json_content_type(content_type):
+        return None
+    try:
+        data = json.loads(body)
+    except (ValueError, UnicodeDecodeError):
+        return None
+    if not isinstance(data, dict):
+        return None
+    try:
+        return RememberRequest.model_validate(data)
+    except ValidationError:
+        return None
+
+
+class RememberHotPath:
+    """ASGI middleware: serve valid ``POST /api/memory/remember`` requests without the router."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "POST" or _route_path(scope) != PATH:
+            await self.app(scope, receive, send)
+            return
+        headers = _headers(scope)
+        actor_header = headers.get(b"x-signet-actor")
+        body = await _read(receive)
+        req = parse(body, headers.get(b"content-type"))
+        if req is None or (actor_header is not None and len(actor_header.decode("latin-1")) > ACTOR_MAX):
+            await self.app(scope, _replay(body), send)
+            return
+        await self._serve(scope, send, req, actor_header)
+
+    async def _serve(self, scope: Scope, send: Send, req: RememberRequest, actor_header: bytes | None) -> None:
+        from signet.daemon.routes.memory import remember
+
+        state: dict[str, Any] = scope.get("state", {})
+        rs = state.get("scope")
+        read_scope = rs if isinstance(rs, ReadScope) else UNSCOPED
+        actor = state.get("actor")
+        if not (isinstance(actor, str) and actor):
+            actor = actor_header.decode("latin-1") if actor_header else "api"
+        try:
+            resp = await remember(req, scope["app"].state.runtime, actor, read_scope)
+        except SignetError as exc:
+            await signet_error_response(exc)(scope, _replay(b""), send)
+            return
+        payload = resp.model_dump_json().encode()
+        await send({
+            "type": "http.response.start", "status": 200,
+            "headers": [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")],
+        })
+        await send({"type": "http.response.body", "body": payload})

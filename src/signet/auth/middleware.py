@@ -15,8 +15,9 @@ from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
 from starlette.responses import JSONResponse
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from signet.asgi_body import read_body, replay
 from signet.auth.agents import resolve_agent_id
 from signet.auth.policy import role_allows, route_permission
 from signet.auth.state import AuthContext, AuthState, auth_state, is_loopback
@@ -95,7 +96,7 @@ class AuthMiddleware:
         body: bytes | None = None
         data: Any = None
         if method in ("POST", "PATCH", "PUT", "DELETE") and scope["type"] == "http":
-            body = await _read_body(receive)
+            body = await read_body(receive)
             data = _json(body)
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
@@ -122,7 +123,7 @@ class AuthMiddleware:
             scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"content-length"] + [
                 (b"content-length", str(len(body)).encode())
             ]
-        return _replay(body, receive)
+        return replay(body, receive)
 
     def _local_scope(self, st: AuthState, data: Any, query: dict[str, list[str]], header: str | None) -> ReadScope:
         """A local caller names its agent by header, query, body field or session key."""
@@ -180,28 +181,3 @@ def _json(body: bytes) -> Any:
         return json.loads(body)
     except (ValueError, UnicodeDecodeError):
         return None  # the route's own validation answers with a 422
-
-
-async def _read_body(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        msg = await receive()
-        if msg["type"] != "http.request":
-            break
-        chunks.append(msg.get("body", b""))
-        if not msg.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes, receive: Receive) -> Receive:
-    sent = False
-
-    async def replay() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return await receive()
-
-    return replay

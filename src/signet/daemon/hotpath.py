@@ -24,8 +24,9 @@ import re
 from typing import Any
 
 from pydantic import ValidationError
-from starlette.types import ASGIApp, Message, Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
+from signet.asgi_body import read_body, replay
 from signet.daemon.errors import signet_error_response
 from signet.errors import SignetError
 from signet.memory.scope import UNSCOPED, ReadScope
@@ -67,32 +68,6 @@ def _json_content_type(value: bytes | None) -> bool:
     return _JSON_MEDIA.fullmatch(media) is not None
 
 
-async def _read(receive: Receive) -> bytes:
-    chunks: list[bytes] = []
-    while True:
-        msg = await receive()
-        if msg["type"] != "http.request":
-            break
-        chunks.append(msg.get("body", b""))
-        if not msg.get("more_body", False):
-            break
-    return b"".join(chunks)
-
-
-def _replay(body: bytes) -> Receive:
-    """A ``receive`` that hands the already-read body to the route, then waits for disconnect."""
-    sent = False
-
-    async def receive() -> Message:
-        nonlocal sent
-        if not sent:
-            sent = True
-            return {"type": "http.request", "body": body, "more_body": False}
-        return {"type": "http.disconnect"}
-
-    return receive
-
-
 def parse(body: bytes, content_type: bytes | None) -> RememberRequest | None:
     """The request as the route would validate it, or None when the route must answer instead."""
     if not body or not _json_content_type(content_type):
@@ -121,14 +96,16 @@ class RememberHotPath:
             return
         headers = _headers(scope)
         actor_header = headers.get(b"x-signet-actor")
-        body = await _read(receive)
+        body = await read_body(receive)
         req = parse(body, headers.get(b"content-type"))
         if req is None or (actor_header is not None and len(actor_header.decode("latin-1")) > ACTOR_MAX):
-            await self.app(scope, _replay(body), send)
+            await self.app(scope, replay(body, receive), send)
             return
-        await self._serve(scope, send, req, actor_header)
+        await self._serve(scope, receive, send, req, actor_header)
 
-    async def _serve(self, scope: Scope, send: Send, req: RememberRequest, actor_header: bytes | None) -> None:
+    async def _serve(
+        self, scope: Scope, receive: Receive, send: Send, req: RememberRequest, actor_header: bytes | None
+    ) -> None:
         from signet.daemon.routes.memory import remember
 
         state: dict[str, Any] = scope.get("state", {})
@@ -140,7 +117,7 @@ class RememberHotPath:
         try:
             resp = await remember(req, scope["app"].state.runtime, actor, read_scope)
         except SignetError as exc:
-            await signet_error_response(exc)(scope, _replay(b""), send)
+            await signet_error_response(exc)(scope, receive, send)
             return
         payload = resp.model_dump_json().encode()
         await send({

@@ -1,9 +1,9 @@
-"""The remember hot path (signet.daemon.hotpath) answers exactly as the FastAPI route does.
+"""The hot path (signet.daemon.hotpath) answers remember and recall exactly as the FastAPI routes do.
 
-Two apps on two runtimes: one as built (valid remembers skip the router), one with the hot
-path taken out of the middleware list, so every request goes through FastAPI's route. The
-same request must get the same status and the same body (ids and clocks aside) from both,
-for valid bodies, every kind of invalid one, deduplication, actors and agents.
+Two apps on two runtimes: one as built (valid remembers and recalls skip the router), one
+with the hot path taken out of the middleware list, so every request goes through FastAPI's
+routes. The same request must get the same status and the same body (ids and clocks aside)
+from both, for valid bodies, every kind of invalid one, deduplication, actors and agents.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signet.daemon.app import create_app
-from signet.daemon.hotpath import RememberHotPath
+from signet.daemon.hotpath import HotPath
 from signet.daemon.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
@@ -32,7 +32,7 @@ def clients(make_workspace: Callable[..., Workspace]) -> Iterator[Clients]:
     rt_route = start_runtime(make_workspace(embedding="none"))
     hot = create_app(rt_hot, manage_runtime=False)
     route = create_app(rt_route, manage_runtime=False)
-    route.user_middleware = [m for m in route.user_middleware if m.cls is not RememberHotPath]
+    route.user_middleware = [m for m in route.user_middleware if m.cls is not HotPath]
     assert len(route.user_middleware) == len(hot.user_middleware) - 1
     try:
         with TestClient(hot, raise_server_exceptions=False) as a, TestClient(route, raise_server_exceptions=False) as b:
@@ -42,17 +42,23 @@ def clients(make_workspace: Callable[..., Workspace]) -> Iterator[Clients]:
         rt_route.stop()
 
 
+CLOCKS = ("id", "created_at", "took_ms")
+
+
 def _comparable(r: Any) -> tuple[int, Any, str | None]:
     body = r.json()
     if r.status_code == 200:
-        body = {k: v for k, v in body.items() if k not in ("id", "created_at")}
+        body = {k: v for k, v in body.items() if k not in CLOCKS}
+        if "results" in body:
+            body["results"] = [{k: v for k, v in x.items() if k not in CLOCKS} for x in body["results"]]
     return r.status_code, body, r.headers.get("content-type")
 
 
-def _same(c: Clients, content: bytes, headers: dict[str, str] | None = None) -> Any:
+def _same(c: Clients, content: bytes, headers: dict[str, str] | None = None,
+          path: str = "/api/memory/remember") -> Any:
     hot, route, _, _ = c
-    a = hot.post("/api/memory/remember", content=content, headers=headers or {})
-    b = route.post("/api/memory/remember", content=content, headers=headers or {})
+    a = hot.post(path, content=content, headers=headers or {})
+    b = route.post(path, content=content, headers=headers or {})
     assert _comparable(a) == _comparable(b), (content[:200], a.text[:300], b.text[:300])
     return a
 
@@ -89,9 +95,31 @@ CASES: list[tuple[bytes, dict[str, str]]] = [
 ]
 
 
+RECALLS: list[tuple[bytes, dict[str, str]]] = [
+    (b'{"query": "tabs or spaces"}', JSON),
+    (b'{"query": "runbook", "limit": 1, "project": "p1", "tags": ["deploy"]}', JSON),
+    (b'{"query": "main", "type": "fact", "importance_min": 0.5, "since": "2020-01-01T00:00:00Z"}', JSON),
+    (b'{"query": "imports", "until": "2024-06-01T00:00:00+02:00", "alpha": 0, "min_score": 0}', JSON),
+    (b'{"query": "agent", "agent_id": "helper"}', JSON),
+    (b'{"query": "\"NEAR(a b)\" OR *"}', JSON),
+    (b'{"query": ""}', JSON),
+    (b'{"query": "x", "limit": 0}', JSON),
+    (b'{"query": "x", "limit": 201}', JSON),
+    (b'{"query": "x", "bogus": true}', JSON),
+    (b'{"limit": 3}', JSON),
+    (b'{"query": "x", "since": "soon"}', JSON),
+    (b'{"query": "tabs"}', {"content-type": "text/plain"}),
+    (b'{"query": "tabs"}', {}),
+    (b"[]", JSON),
+    (b"{", JSON),
+]
+
+
 def test_hot_path_answers_as_the_route(clients: Clients) -> None:
     for body, headers in CASES:
         _same(clients, body, headers)
+    for body, headers in RECALLS:
+        _same(clients, body, headers, path="/api/memory/recall")
     hot_rt, route_rt = clients[2], clients[3]
 
     def history(rt: Runtime) -> list[tuple[Any, ...]]:
@@ -118,9 +146,10 @@ def test_hot_path_matches_the_route_on_arbitrary_bodies(clients: Clients, data: 
     _same(clients, json.dumps(data).encode(), JSON)
 
 
-def test_hot_path_serves_valid_remembers_and_hands_the_rest_to_the_route(runtime: Runtime) -> None:
+def test_hot_path_serves_valid_requests_and_hands_the_rest_to_the_route(runtime: Runtime) -> None:
     """Without the router in reach (an inner app that records what reaches it), a valid
-    remember is stored and answered; an invalid one reaches the inner app with its body intact."""
+    remember is stored and answered, a valid recall finds it; an invalid one reaches the inner
+    app with its body intact."""
     import asyncio
 
     reached: list[bytes] = []
@@ -136,7 +165,7 @@ def test_hot_path_serves_valid_remembers_and_hands_the_rest_to_the_route(runtime
             pass
 
     App.state.runtime = runtime  # type: ignore[attr-defined]
-    hot = RememberHotPath(inner)
+    hot = HotPath(inner)
 
     def call(body: bytes, path: str = "/api/memory/remember") -> tuple[int, bytes]:
         sent: list[dict[str, Any]] = []
@@ -158,6 +187,10 @@ def test_hot_path_serves_valid_remembers_and_hands_the_rest_to_the_route(runtime
     assert status == 200 and json.loads(payload)["content"] == "served without the router"
     assert reached == []
     assert runtime.service.get(json.loads(payload)["id"]).content == "served without the router"
+
+    status, payload = call(b'{"query": "router", "track_access": false}', path="/api/memory/recall")
+    assert status == 200 and [r["content"] for r in json.loads(payload)["results"]] == ["served without the router"]
+    assert reached == []
 
     assert call(b'{"content": "x", "bogus": 1}')[0] == 599
     assert reached == [b'{"content": "x", "bogus": 1}']  # both chunks, replayed whole

@@ -12,7 +12,7 @@ from starlette.routing import BaseRoute, Route
 from signet import __version__
 from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
-from signet.daemon.hotpath import RememberHotPath
+from signet.daemon.hotpath import HotPath
 from signet.daemon.runtime import Runtime
 from signet.mcp.http import mount_mcp
 from signet.workspace import Workspace
@@ -66,7 +66,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     for name in ROUTERS:
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.state.mcp = mount_mcp(app, rt)
-    app.add_middleware(RememberHotPath)  # inside auth: valid remembers skip the router (signet.daemon.hotpath)
+    app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
     install_auth(app)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     return app

@@ -17,7 +17,7 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from signet.asgi_body import read_body, replay
+from signet.asgi import header, read_body, replay
 from signet.auth.agents import resolve_agent_id
 from signet.auth.policy import role_allows, route_permission
 from signet.auth.state import AuthContext, AuthState, auth_state, is_loopback
@@ -28,13 +28,6 @@ from signet.memory.scope import UNSCOPED, ReadScope
 AGENT_FIELDS = ("agent_id", "agentId")
 # Writes whose body may name an owner: a scoped token's project/agent is filled in when absent.
 FILL_OWNER = ("/api/memory/remember", "/api/hooks/", "/api/ingest/")
-
-
-def _header(scope: Scope, name: bytes) -> str | None:
-    for k, v in scope.get("headers", []):
-        if k == name:
-            return str(v.decode("latin-1"))
-    return None
 
 
 class AuthMiddleware:
@@ -62,18 +55,18 @@ class AuthMiddleware:
     async def _check(self, st: AuthState, scope: Scope, receive: Receive) -> Receive:
         client = scope.get("client")
         peer = str(client[0]) if client else None
-        if not st.host_allowed(_header(scope, b"host"), peer):
+        if not st.host_allowed(header(scope, b"host"), peer):
             raise Forbidden("Host header is not an allowed name for this daemon", reason="host_not_allowed")
-        origin = _header(scope, b"origin")
+        origin = header(scope, b"origin")
         if origin is not None and origin.rstrip('/') not in st.allowed_origins and not st.host_allowed(urlsplit(origin).netloc or origin, peer):
             raise Forbidden("cross-origin requests are not accepted", reason="origin_not_allowed")
 
         method = scope.get("method", "GET")
         permission, _template = route_permission(method, scope.get("path", "/"))
         # A loopback peer that relays for someone else (a reverse proxy on this host) is not local.
-        proxied = any(_header(scope, h) is not None for h in (b"x-forwarded-for", b"forwarded", b"x-real-ip"))
+        proxied = any(header(scope, h) is not None for h in (b"x-forwarded-for", b"forwarded", b"x-real-ip"))
         local_peer = (is_loopback(peer) or peer == "testclient") and not proxied
-        auth_header = _header(scope, b"authorization")
+        auth_header = header(scope, b"authorization")
         token = None
         if auth_header is not None:
             kind, _, value = auth_header.partition(" ")
@@ -103,10 +96,10 @@ class AuthMiddleware:
         if claims is not None:
             rs, data = self._token_scope(st, claims, scope, data, query)
         else:
-            rs = self._local_scope(st, data, query, _header(scope, b"x-signet-agent"))
+            rs = self._local_scope(st, data, query, header(scope, b"x-signet-agent"))
 
         if st.mode != "local" and permission not in ("none",):
-            actor = claims.sub if claims is not None else (_header(scope, b"x-signet-actor") or peer or "anonymous")
+            actor = claims.sub if claims is not None else (header(scope, b"x-signet-actor") or peer or "anonymous")
             wait = st.limiter.check(actor[:200], permission)
             if wait:
                 raise RateLimited(f"rate limit exceeded for {permission}; retry in {wait}s", retry_after=wait)

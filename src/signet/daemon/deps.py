@@ -20,20 +20,32 @@ async def get_runtime(request: Request) -> Runtime:
     return runtime
 
 
+ACTOR_MAX = 200
+"""Longest ``X-Signet-Actor`` accepted (a longer one is a 422)."""
+
+
+def scope_from(value: object) -> ReadScope:
+    """The read scope the auth middleware stored (``state.scope``), or none: unscoped."""
+    return value if isinstance(value, ReadScope) else UNSCOPED
+
+
+def actor_from(value: object, header: str | None) -> str:
+    """Who is changing things: a token's subject (``state.actor``), else the header, else ``api``."""
+    if isinstance(value, str) and value:
+        return value
+    return header or "api"
+
+
 async def get_scope(request: Request) -> ReadScope:
     """The caller's read scope; auth middleware stores it on ``request.state.scope``."""
-    scope = getattr(request.state, "scope", None)
-    return scope if isinstance(scope, ReadScope) else UNSCOPED
+    return scope_from(getattr(request.state, "scope", None))
 
 
 async def get_actor(
-    request: Request, x_signet_actor: Annotated[str | None, Header(max_length=200)] = None
+    request: Request, x_signet_actor: Annotated[str | None, Header(max_length=ACTOR_MAX)] = None
 ) -> str:
     """Who is changing things, for ``memory_history.changed_by``."""
-    actor = getattr(request.state, "actor", None)
-    if isinstance(actor, str) and actor:
-        return actor
-    return x_signet_actor or "api"
+    return actor_from(getattr(request.state, "actor", None), x_signet_actor)
 
 
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]

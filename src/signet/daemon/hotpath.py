@@ -27,17 +27,15 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from signet.asgi_body import read_body, replay
+from signet.asgi import header, read_body, replay
+from signet.daemon.deps import ACTOR_MAX, actor_from, scope_from
 from signet.daemon.errors import signet_error_response
 from signet.errors import SignetError
-from signet.memory.scope import UNSCOPED, ReadScope
 from signet.models import RecallRequest, RememberRequest
 
 REMEMBER = "/api/memory/remember"
 RECALL = "/api/memory/recall"
 MODELS: dict[str, type[RememberRequest] | type[RecallRequest]] = {REMEMBER: RememberRequest, RECALL: RecallRequest}
-ACTOR_MAX = 200
-"""``X-Signet-Actor``'s limit in :func:`signet.daemon.deps.get_actor`; longer ones get the route's 422."""
 
 
 def _route_path(scope: Scope) -> str:
@@ -47,19 +45,10 @@ def _route_path(scope: Scope) -> str:
     return path[len(root):] if root and path.startswith(root) else path
 
 
-def _headers(scope: Scope) -> dict[bytes, bytes]:
-    """The request headers that matter here (first occurrence wins, as Starlette's ``Headers.get``)."""
-    out: dict[bytes, bytes] = {}
-    for k, v in scope["headers"]:
-        if k in (b"content-type", b"x-signet-actor") and k not in out:
-            out[k] = v
-    return out
+_JSON_MEDIA = re.compile(r"application/(?:[a-z0-9.!#$&^_-]+\+)?json")
 
 
-_JSON_MEDIA = re.compile(rb"application/(?:[a-z0-9.!#$&^_-]+\+)?json")
-
-
-def _json_content_type(value: bytes | None) -> bool:
+def _json_content_type(value: str | None) -> bool:
     """What the route parses as JSON: ``application/json`` or ``application/*+json``.
 
     FastAPI's routes are strict about it: a body without a content type is not JSON to them
@@ -67,12 +56,12 @@ def _json_content_type(value: bytes | None) -> bool:
     """
     if not value:
         return False
-    media = value.split(b";", 1)[0].strip().lower()
+    media = value.split(";", 1)[0].strip().lower()
     return _JSON_MEDIA.fullmatch(media) is not None
 
 
 def parse(
-    model: type[RememberRequest] | type[RecallRequest], body: bytes, content_type: bytes | None
+    model: type[RememberRequest] | type[RecallRequest], body: bytes, content_type: str | None
 ) -> RememberRequest | RecallRequest | None:
     """The request as the route would validate it, or None when the route must answer instead."""
     if not body or not _json_content_type(content_type):
@@ -100,27 +89,23 @@ class HotPath:
         if model is None:
             await self.app(scope, receive, send)
             return
-        headers = _headers(scope)
-        actor_header = headers.get(b"x-signet-actor")
+        actor_header = header(scope, b"x-signet-actor")
         body = await read_body(receive)
-        req = parse(model, body, headers.get(b"content-type"))
-        if req is None or (actor_header is not None and len(actor_header.decode("latin-1")) > ACTOR_MAX):
+        req = parse(model, body, header(scope, b"content-type"))
+        if req is None or (actor_header is not None and len(actor_header) > ACTOR_MAX):
             await self.app(scope, replay(body, receive), send)
             return
         await self._serve(scope, receive, send, req, actor_header)
 
     async def _serve(
         self, scope: Scope, receive: Receive, send: Send, req: RememberRequest | RecallRequest,
-        actor_header: bytes | None,
+        actor_header: str | None,
     ) -> None:
         from signet.daemon.routes.memory import recall, remember
 
         state: dict[str, Any] = scope.get("state", {})
-        rs = state.get("scope")
-        read_scope = rs if isinstance(rs, ReadScope) else UNSCOPED
-        actor = state.get("actor")
-        if not (isinstance(actor, str) and actor):
-            actor = actor_header.decode("latin-1") if actor_header else "api"
+        read_scope = scope_from(state.get("scope"))
+        actor = actor_from(state.get("actor"), actor_header)
         runtime = scope["app"].state.runtime
         resp: BaseModel
         try:

@@ -68,6 +68,7 @@ class IdentityWatcher:
         self._changed: list[str] = []
         self._threads: list[threading.Thread] = []
         self._watching_agents = False
+        self._agents = self.root / "agents"
         self.regenerations = 0
         self.commits = 0
 
@@ -95,20 +96,19 @@ class IdentityWatcher:
     # -- events ----------------------------------------------------------------------------
     def _watch(self) -> None:
         """The root's own files; starts the ``agents/`` watch now or when that folder appears."""
-        agents = self.root / "agents"
         self._watch_agents()
-        for changes in self._changes(self.root, recursive=False, also=agents):
-            if any(Path(p) == agents for _, p in changes):
+        for changes in self._changes(self.root, recursive=False, also=self._agents):
+            if any(Path(p) == self._agents for _, p in changes):
                 self._watch_agents()
             self.notify([Path(p) for _, p in changes])
 
     def _watch_agents(self) -> None:
-        agents = self.root / "agents"
         with self._lock:
-            if self._watching_agents or self._stop.is_set() or not agents.is_dir():
+            if self._watching_agents or self._stop.is_set() or not self._agents.is_dir():
                 return
             self._watching_agents = True
-            t = threading.Thread(target=self._watch_tree, args=(agents,), name="signet-watcher-agents", daemon=True)
+            t = threading.Thread(target=self._watch_tree, args=(self._agents,), name="signet-watcher-agents",
+                                 daemon=True)
             self._threads.append(t)
         t.start()
 

@@ -182,8 +182,8 @@ class MemoryService:
             changed_by=changed_by, reason="remember", actor_type=actor_type,
             metadata={"type": mem["type"], "source_type": mem["source_type"]},
         )
-        if vec is not None and self.index.dimensions in (None, vec.shape[0]):
-            self.index.upsert(mem["id"], vec, mem["project"], mem["created_at"])
+        if vec is not None:
+            self._index_vector(mem["id"], vec, mem["project"], mem["created_at"])
         for hook in self.on_remember_tx:
             hook(conn, mem)
         return row, False
@@ -203,9 +203,13 @@ class MemoryService:
         if vec is None:
             return False
         conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
+        self._index_vector(memory_id, vec, project, created_at)
+        return True
+
+    def _index_vector(self, memory_id: str, vec: Any, project: str | None, created_at: str | None) -> None:
+        """Put a stored vector in the index, unless it comes from a model of other dimensions."""
         if self.index.dimensions in (None, vec.shape[0]):
             self.index.upsert(memory_id, vec, project, created_at)
-        return True
 
     def _remember_response(self, row: Any, deduped: bool) -> RememberResponse:
         if row["id"] in self.index:

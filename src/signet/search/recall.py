@@ -245,11 +245,9 @@ class Recaller:
         hits = cls._fts(conn, match, where, params, pool, context=context, selective=selective)
         if window is None:
             return hits
-        seen = {mid for mid, _ in hits}
         within = f"{where} AND m.created_at >= ? AND m.created_at < ?"
-        period = cls._fts(conn, match, within, [*params, to_iso(window[0]), to_iso(window[1])], pool,
-                          context=context, selective=True)
-        return hits + [(mid, raw) for mid, raw in period if mid not in seen]
+        return _extend(hits, cls._fts(conn, match, within, [*params, to_iso(window[0]), to_iso(window[1])], pool,
+                                      context=context, selective=True))
 
     @staticmethod
     def _fts(
@@ -272,10 +270,8 @@ class Recaller:
         hits = self._vector_pool(qvec, flt, where, params, pool)
         if window is None:
             return hits
-        seen = {mid for mid, _ in hits}
-        period = self._vector_pool(qvec, flt, where, params, pool,
-                                   created_between=(window[0].timestamp(), window[1].timestamp()))
-        return hits + [(mid, sim) for mid, sim in period if mid not in seen]
+        return _extend(hits, self._vector_pool(qvec, flt, where, params, pool,
+                                               created_between=(window[0].timestamp(), window[1].timestamp())))
 
     def _vector_pool(
         self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int,
@@ -312,6 +308,12 @@ class Recaller:
         marks = ",".join("?" for _ in ids)
         rows = self.db.read(lambda c: list(c.execute(f"SELECT * FROM memories m WHERE m.id IN ({marks})", ids)))
         return {r["id"]: r for r in rows}
+
+
+def _extend(pool: list[tuple[str, float]], more: list[tuple[str, float]]) -> list[tuple[str, float]]:
+    """``pool`` followed by the entries of ``more`` whose memory it does not hold yet."""
+    seen = {mid for mid, _ in pool}
+    return pool + [(mid, s) for mid, s in more if mid not in seen]
 
 
 def result_fields(row: Any) -> dict[str, Any]:

@@ -10,11 +10,12 @@ embeddings are strongly anisotropic (128 of MiniLM's 384 directions hold 95% of 
 at 100,000 memories), so the exact top 50 survives: measured on the latency benchmark's
 100,000 vectors, 200 questions, every one of the exact top 10 and top 50 was returned.
 The projection is used only when it captures :data:`COARSE_ENERGY` of the energy in at most
-a third of the dimensions; otherwise every search stays exact. Rows are keyed by memory id; each row also carries a
-project code so the common "this project only" filter is applied before the top-k, not
-after (a post-filter would starve small projects), and its memory's creation time, so a
-recall whose query names a time can take the best rows of that period the same way
-(signet.search.recall).
+a third of the dimensions; otherwise every search stays exact.
+
+Rows are keyed by memory id; each row also carries a project code so the common "this
+project only" filter is applied before the top-k, not after (a post-filter would starve
+small projects), and its memory's creation time, so a recall whose query names a time can
+take the best rows of that period the same way (signet.search.recall).
 """
 
 from __future__ import annotations
@@ -253,14 +254,14 @@ class VectorIndex:
     def coarse_dims(self) -> int | None:
         """Dimensions of the coarse stage when searches use it, else None (every search exact)."""
         with self._lock:
-            return None if self._basis is None or self._size < self.coarse_min_rows else int(self._basis.shape[1])
+            return None if self._basis is None else int(self._basis.shape[1])
 
     def _product(self, query: Vectors, n: int) -> tuple[Vectors, bool]:
         """(scores of rows ``:n``, coarse?): the coarse projection's when in use, else exact.
 
         Computed once per query and matrix state (call with the lock)."""
         key = query.tobytes()
-        basis = self._basis if n >= self.coarse_min_rows else None
+        basis = self._basis  # fitted only once the index reached coarse_min_rows
         last = self._last_product
         if last is not None and last[0] == key and last[1] == self._version and last[2].shape[0] == n:
             return last[2], basis is not None

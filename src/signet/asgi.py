@@ -1,12 +1,21 @@
-"""Read an ASGI request body once and hand it on: for layers that look at a body before the app does.
+"""Small helpers for the ASGI layers in front of the app (auth, the hot path).
 
-The auth middleware reads JSON bodies (a scoped token's agent and project) and the remember
-hot path validates them; the app behind them must still receive the body, unchanged.
+They read a header from the raw scope, and read a request body once and hand it on: the auth
+middleware reads JSON bodies (a scoped token's agent and project) and the hot path validates
+them; the app behind them must still receive the body, unchanged.
 """
 
 from __future__ import annotations
 
-from starlette.types import Message, Receive
+from starlette.types import Message, Receive, Scope
+
+
+def header(scope: Scope, name: bytes) -> str | None:
+    """The first value of a (lower-case) header, as Starlette's ``Headers.get`` gives it."""
+    for k, v in scope.get("headers", []):
+        if k == name:
+            return str(v.decode("latin-1"))
+    return None
 
 
 async def read_body(receive: Receive) -> bytes:

@@ -393,6 +393,21 @@ class EmbeddingStatus(BaseModel):
     stale_model: int = Field(description="memories embedded with a model other than the configured one")
 
 
+class KeywordIndexState(BaseModel):
+    """The in-memory mirror of the keyword index (``search.keyword_index``); while it is not
+    ``ready`` recall's keyword leg asks FTS5 itself: same results, slower at scale."""
+
+    state: Literal["ready", "building", "drifted", "stopped", "off"]
+    rows: int = 0
+    postings: int = 0
+    bytes: int = 0
+    answered: int = 0
+    """keyword searches it answered since the daemon started"""
+    fallbacks: int = 0
+    """keyword searches handed to FTS5 (not ready, behind a burst, drifted, or a phrase such as ``foo_bar``)"""
+    error: str | None = None
+
+
 class StatusResponse(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
@@ -403,6 +418,7 @@ class StatusResponse(BaseModel):
     memories: dict[str, int]
     embedding: EmbeddingStatus
     vector_search: VectorSearchState
+    keyword_index: KeywordIndexState
     warnings: list[str]
 
 

@@ -158,6 +158,9 @@ def status(
               f"{emb['embedded']}/{emb['total']} embedded ({emb['coverage']:.0%})")
     vs = data["vector_search"]
     t.add_row("vector search", "on" if vs["available"] else f"[bold red]OFF[/] ({vs['reason']})")
+    kw = data.get("keyword_index") or {"state": "off"}
+    detail = f", {kw['rows']:,} rows, {kw['bytes'] / 2**20:.1f} MiB" if kw["state"] in ("ready", "drifted") else ""
+    t.add_row("keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)")
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)
     Console().print(t)

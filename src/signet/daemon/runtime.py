@@ -19,6 +19,7 @@ from signet.hooks.recovery import recover as recover_transcripts
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.pipeline import install as install_pipeline
+from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.store.database import Database
 from signet.workspace import Workspace
@@ -33,9 +34,11 @@ class Runtime:
         self.db_path = workspace.database_path(self.settings)
         self.db = Database(self.db_path)
         self.index = VectorIndex()
+        self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
         self.service = MemoryService(
-            self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root)
+            self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root),
+            keywords=self.keywords,
         )
         self.retention = RetentionWorker(self.db, self.settings.retention)
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
@@ -53,6 +56,8 @@ class Runtime:
         self.db.open()
         limit_blas_threads(self.settings.search.vector_threads)
         self.embeddings.start()
+        if self.keywords is not None:
+            self.keywords.start()
         self.retention.start()
         self.watcher.start()
         pipeline = self.settings.memory.pipeline
@@ -73,6 +78,8 @@ class Runtime:
                 log.exception("error while stopping %r", fn)
         self.watcher.stop()
         self.retention.stop()
+        if self.keywords is not None:
+            self.keywords.stop()
         self.embeddings.stop()
         self.db.close()
 

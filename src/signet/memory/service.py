@@ -49,6 +49,7 @@ from signet.models import (
     ForgetResponse,
     HistoryEvent,
     HistoryResponse,
+    KeywordIndexState,
     Memory,
     MemoryList,
     ModifyPatch,
@@ -66,6 +67,7 @@ from signet.models import (
     StatusResponse,
     VectorSearchState,
 )
+from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
@@ -94,12 +96,13 @@ class MemoryService:
         index: VectorIndex,
         *,
         workspace_root: str = "",
+        keywords: KeywordMirror | None = None,
     ) -> None:
         self.db = db
         self.settings = settings
         self.embeddings = embeddings
         self.index = index
-        self.recaller = Recaller(db, settings, index, embeddings)
+        self.recaller = Recaller(db, settings, index, embeddings, keywords)
         self.workspace_root = workspace_root
         self.started = time.time()
         self.prepare_hooks: list[PrepareHook] = []
@@ -732,6 +735,14 @@ class MemoryService:
             warnings.append(emb.stopped_error)
         if c["stale"]:
             warnings.append(f"{c['stale']} memories were embedded with another model; they are being re-embedded")
+        mirror = self.recaller.keywords
+        keywords = mirror.state() if mirror is not None else KeywordIndexState(state="off")
+        if keywords.error:
+            warnings.append(keywords.error)
+        if keywords.state == "drifted":
+            warnings.append("the keyword index (memories_ctx_fts) disagrees with its own statistics; recall uses "
+                            "FTS5 directly until it is repaired: POST /api/repair/check-fts "
+                            '{"repair": true}')
         active = c["active"]
         embedding = EmbeddingStatus(
             provider=self.settings.embedding.provider, model=self.settings.embedding.model, backend=emb.backend,
@@ -744,5 +755,5 @@ class MemoryService:
             status="ok" if vs.available and not emb.stopped_error else "degraded", version=__version__, pid=os.getpid(),
             uptime_s=round(time.time() - self.started, 3), workspace=workspace, database=database,
             memories={k: c[k] for k in ("total", "active", "deleted", "pinned")},
-            embedding=embedding, vector_search=vs, warnings=warnings,
+            embedding=embedding, vector_search=vs, keyword_index=keywords, warnings=warnings,
         )

@@ -84,16 +84,24 @@ def _reindex_all(context: Callable[[str], str]) -> str:
             " FROM memories m;")
 
 
-def _triggers(context: Callable[[str], str], affected: Callable[[str], str]) -> str:
+def _triggers(context: Callable[[str], str], affected: Callable[[str], str], *, log: bool = False) -> str:
     """The three triggers that keep ``memories_ctx_fts`` right on every write.
 
     ``context(seq)`` is the SQL expression of a memory's context; ``affected(row)`` the SQL
     condition on ``rowid`` selecting the memories whose context includes ``row`` (old/new).
+    With ``log`` (migration 10) each trigger also records every row of ``memories_ctx_fts``
+    it wrote in ``keyword_changes``, for the in-memory mirror (signet.search.keyword_mirror).
     """
     refresh = "UPDATE memories_ctx_fts SET context = " + context("memories_ctx_fts.rowid")
+
+    def logged(row: str, where: str) -> str:
+        if not log:
+            return ""
+        return f"\n    INSERT INTO keyword_changes(seq) SELECT {row}.seq UNION SELECT seq FROM memories WHERE {where};"
+
     return f"""CREATE TRIGGER IF NOT EXISTS memories_ctx_ai AFTER INSERT ON memories BEGIN
     INSERT INTO memories_ctx_fts(rowid, content, context) VALUES (new.seq, new.content, {context("new.seq")});
-    {refresh} WHERE {affected("new")};
+    {refresh} WHERE {affected("new")};{logged("new", affected("new"))}
 END;
 CREATE TRIGGER IF NOT EXISTS memories_ctx_au AFTER UPDATE OF content, is_deleted, source_id, source_type, project,
     agent_id ON memories
@@ -102,11 +110,11 @@ CREATE TRIGGER IF NOT EXISTS memories_ctx_au AFTER UPDATE OF content, is_deleted
       OR old.project IS NOT new.project OR old.agent_id IS NOT new.agent_id
 BEGIN
     UPDATE memories_ctx_fts SET content = new.content, context = {context("new.seq")} WHERE rowid = new.seq;
-    {refresh} WHERE {affected("old")} OR {affected("new")};
+    {refresh} WHERE {affected("old")} OR {affected("new")};{logged("new", f"{affected('old')} OR {affected('new')}")}
 END;
 CREATE TRIGGER IF NOT EXISTS memories_ctx_ad AFTER DELETE ON memories BEGIN
     DELETE FROM memories_ctx_fts WHERE rowid = old.seq;
-    {refresh} WHERE {affected("old")};
+    {refresh} WHERE {affected("old")};{logged("old", affected("old"))}
 END;
 """
 
@@ -157,10 +165,27 @@ DELETE FROM memories_ctx_fts;
 """Migration 7: the context window before and after each memory."""
 
 
+KEYWORD_LOG_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS keyword_changes (id INTEGER PRIMARY KEY, seq INTEGER);
+DROP TRIGGER IF EXISTS memories_ctx_ai;
+DROP TRIGGER IF EXISTS memories_ctx_au;
+DROP TRIGGER IF EXISTS memories_ctx_ad;
+{_triggers(_window_of, _neighbours, log=True)}"""
+"""Migration 10: the same triggers, also logging the rows they write (``seq`` NULL: all of them)."""
+
+RESET_ALL = "INSERT INTO keyword_changes(seq) VALUES (NULL)"
+"""Logged by a write that rewrites the whole table outside the triggers (:func:`rebuild`)."""
+
+
 def rebuild(conn: Any) -> int:
-    """Re-index every memory with its context (repair); returns the number of rows indexed."""
+    """Re-index every memory with its context (repair); returns the number of rows indexed.
+
+    The rows are rewritten (contexts recomputed), then FTS5 rebuilds its index and statistics
+    from them: deleting rows only subtracts from a damaged statistics record."""
     conn.execute("DELETE FROM memories_ctx_fts")
     conn.execute(_reindex_all(_window_of))
+    conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('rebuild')")
+    conn.execute(RESET_ALL)
     return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
 
 

@@ -54,8 +54,9 @@ def match_expression(text: str) -> str | None:
 _SUFFIXES = ("ing", "ed", "es", "s")
 
 
-def prefix_term(term: str) -> str:
-    """One quoted term as a crude stem prefix: a plural, tense or -ing form still matches.
+def stem(term: str) -> tuple[str, bool]:
+    """One query term as (text, prefix): a crude stem matched as a prefix, so a plural, tense
+    or -ing form still matches ("climbing" and "climbs" reach "climb"*).
 
     Measured on LoCoMo (docs/benchmarks.md): recall@10 0.582 -> 0.602 over exact terms.
     Short terms and numbers stay exact (a prefix of "3" or "art" matches too much).
@@ -64,12 +65,21 @@ def prefix_term(term: str) -> str:
         if len(term) - len(suf) >= 4 and term.endswith(suf):
             term = term[: -len(suf)]
             break
-    quoted = '"' + term.replace('"', '""') + '"'
-    return quoted + "*" if len(term) >= 4 and not term.isdigit() else quoted
+    return term, len(term) >= 4 and not term.isdigit()
 
 
-def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None:
-    """The MATCH expression recall uses: content words as stem prefixes, OR-ed.
+def quoted(text: str, prefix: bool) -> str:
+    """A term as an FTS5 string (a phrase: never read as syntax), ``*`` for a prefix."""
+    return '"' + text.replace('"', '""') + '"' + ("*" if prefix else "")
+
+
+def prefix_term(term: str) -> str:
+    """One quoted term as a crude stem prefix (:func:`stem`)."""
+    return quoted(*stem(term))
+
+
+def recall_terms(text: str, drop: Collection[str] = ()) -> list[tuple[str, bool]]:
+    """The terms recall searches for, as (text, prefix) stems.
 
     ``drop`` removes terms (recall passes the names of people who said a large share of the
     memories in scope, signet.search.speakers: as keywords they match nearly every line).
@@ -77,7 +87,12 @@ def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None
     """
     terms = query_terms(text)
     kept = [t for t in terms if t not in drop]
-    terms = kept or terms
+    return [stem(t) for t in kept or terms]
+
+
+def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None:
+    """The MATCH expression recall uses: :func:`recall_terms` as stem prefixes, OR-ed."""
+    terms = recall_terms(text, drop)
     if not terms:
         return None
-    return " OR ".join(prefix_term(t) for t in terms)
+    return " OR ".join(quoted(t, p) for t, p in terms)

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from signet.search.keyword_mirror import KeywordMirror
+
 OVERFETCH = 4
 
 
@@ -35,7 +37,39 @@ def keyword_pool(
     ).fetchall()
     if not top:
         return []
-    seqs = [int(r[0]) for r in top]
+    kept = _allowed(conn, [(int(r[0]), float(r[1])) for r in top], where, params)
+    if len(kept) >= pool or len(top) < over:
+        return kept[:pool]
+    # The filters rejected most of the best matches: let SQLite filter while it scans.
+    return _filtered(conn, table, rank, match, where, params, pool)
+
+
+def mirrored_pool(
+    conn: Any, mirror: KeywordMirror, terms: list[tuple[str, bool]], where: str, params: list[Any], pool: int, *,
+    project: str | None = None, created_between: tuple[float, float] | None = None,
+) -> list[tuple[str, float]] | None:
+    """:func:`keyword_pool` over ``memories_ctx_fts`` answered by its in-memory mirror
+    (signet.search.keyword_mirror): the same rows and BM25 values, without walking FTS5's
+    postings. The project and the time window are applied inside the mirror, before its top
+    k; the other filters by primary key after it, widened once (16x) when they reject too
+    many. None when FTS5 should answer instead: the mirror is not ready or behind, or the
+    filters reject nearly every match (the filtered FTS5 query does that in one pass).
+    """
+    k = pool * OVERFETCH
+    for _ in range(2):
+        top = mirror.search(conn, terms, k, project=project, created_between=created_between)
+        if top is None:
+            return None
+        kept = _allowed(conn, top, where, params)
+        if len(kept) >= pool or len(top) < k:
+            return kept[:pool]
+        k *= OVERFETCH * OVERFETCH
+    return None
+
+
+def _allowed(conn: Any, top: list[tuple[int, float]], where: str, params: list[Any]) -> list[tuple[str, float]]:
+    """(memory id, score) of the ``top`` (seq, score) rows that pass ``where``, in order."""
+    seqs = [seq for seq, _ in top]
     allowed: dict[int, str] = {}
     for i in range(0, len(seqs), 500):
         chunk = seqs[i : i + 500]
@@ -45,11 +79,7 @@ def keyword_pool(
             for r in conn.execute(f"SELECT m.seq, m.id FROM memories m WHERE m.seq IN ({marks}) AND {where}",
                                   (*chunk, *params))
         )
-    kept = [(allowed[int(r[0])], float(r[1])) for r in top if int(r[0]) in allowed]
-    if len(kept) >= pool or len(top) < over:
-        return kept[:pool]
-    # The filters rejected most of the best matches: let SQLite filter while it scans.
-    return _filtered(conn, table, rank, match, where, params, pool)
+    return [(allowed[seq], score) for seq, score in top if seq in allowed]
 
 
 def _filtered(

@@ -22,7 +22,7 @@ from signet.auth.schema import AUTH_SCHEMA
 from signet.hooks.schema import HOOKS_SCHEMA
 from signet.mcp.feedback import FEEDBACK_SCHEMA
 from signet.pipeline.schema import PIPELINE_SCHEMA
-from signet.search.context import CONTEXT_SCHEMA_V7, RECALL_SCHEMA
+from signet.search.context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 from signet.store.sqlite import sqlite3
 
 
@@ -256,6 +256,7 @@ MIGRATIONS: list[Migration] = [
     Migration(7, "recall_context_window", CONTEXT_SCHEMA_V7),
     Migration(8, "scoped_dedupe", SCOPED_DEDUPE_SCHEMA),
     Migration(9, "unembedded_index", UNEMBEDDED_SCHEMA),
+    Migration(10, "keyword_change_log", KEYWORD_LOG_SCHEMA),
 ]
 
 BOOKKEEPING = """

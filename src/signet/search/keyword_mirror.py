@@ -1,0 +1,267 @@
+"""Keeps the in-memory keyword index (signet.search.keywords) in step with ``memories_ctx_fts``.
+
+The table is written only by triggers on ``memories`` (signet.search.context), and since
+migration 10 those triggers also log every row they write in ``keyword_changes``. So the
+mirror never has to know *why* a row changed (a new turn rewrote its neighbours' context,
+an edit, a forget, a thread move, a purge): it replays the log. ``seq`` NULL in the log
+means "everything changed" (the repair rebuild); the mirror then rebuilds from the table.
+
+- **Start**: a background thread reads the whole table in one snapshot, with the log's last
+  id as its cursor, and builds the index (about a second per 20,000 memories). Until it is
+  ready, recall uses FTS5 itself: same results, slower.
+- **Follow**: the thread polls the log every :data:`POLL_SECONDS` and applies what it finds
+  once writes pause (or :data:`BURST_ENTRIES` have piled up), so a burst of remembers is not
+  slowed by it; large deltas are merged into the base on the same thread.
+- **Read your writes**: a search first applies any log entries its own read snapshot can see
+  (a remember followed at once by a recall finds it). If more than :data:`QUERY_CATCH_UP`
+  are waiting, the search answers ``None`` and the caller asks FTS5 instead, so no recall
+  pays for a burst it did not make.
+- **Changes outside the triggers**: after catching up, a search compares the mirror's row
+  and token counts with FTS5's own (its averages record): a table rewritten or damaged
+  behind the triggers' back makes FTS5 answer and the mirror rebuild.
+- **Log size**: entries the mirror has applied are deleted once more than :data:`LOG_KEEP`
+  of them accumulate (the newest always stays, so ids never restart). A mirror that finds
+  its cursor trimmed away (another process trimmed) rebuilds.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from typing import Any
+
+from signet.models import KeywordIndexState
+from signet.search.context import CONTEXT_WEIGHT
+from signet.search.keywords import KeywordIndex, Phrase, RowData
+from signet.search.tokens import token_counts, tokens
+from signet.store.database import Database
+from signet.store.sqlite import sqlite3
+
+log = logging.getLogger(__name__)
+
+POLL_SECONDS = 0.1
+BURST_ENTRIES = 2048
+QUERY_CATCH_UP = 64
+LOG_KEEP = 20_000
+
+_ROWS = (
+    "SELECT f.rowid, f.content, f.context, m.project, m.created_at FROM memories_ctx_fts f"
+    " LEFT JOIN memories m ON m.seq = f.rowid"
+)
+
+
+def phrases_of(terms: list[tuple[str, bool]]) -> list[Phrase] | None:
+    """The query terms as single-token phrases, or None when one of them is not a single
+    token for FTS5 (``foo_bar`` is the phrase "foo bar"): such a query is left to FTS5."""
+    out: list[Phrase] = []
+    for text, prefix in terms:
+        toks = tokens(text)
+        if len(toks) != 1:
+            return None
+        out.append(Phrase(toks[0], prefix))
+    return out
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite's variable-length integers, one after another (FTS5 record format)."""
+    out: list[int] = []
+    i = 0
+    while i < len(blob):
+        value = 0
+        for j in range(9):
+            byte = blob[i]
+            i += 1
+            if j == 8:  # the ninth byte carries 8 bits
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def table_stats(conn: Any) -> tuple[int, int]:
+    """(rows, tokens) of ``memories_ctx_fts`` from FTS5's own averages record (one point read).
+
+    The mirror compares them with its own after every catch-up: a table changed outside the
+    triggers (a bulk repair, a drifted or damaged index) shows up here, and FTS5 answers until
+    the mirror has rebuilt."""
+    row = conn.execute("SELECT block FROM memories_ctx_fts_data WHERE id = 1").fetchone()
+    if row is None or not row[0]:
+        return 0, 0
+    values = _varints(bytes(row[0]))
+    return values[0], sum(values[1:])
+
+
+def _row_data(r: Any) -> RowData:
+    content, context = token_counts(r[1] or "", r[2] or "")
+    return RowData(int(r[0]), content, context, r[3], r[4])
+
+
+class KeywordMirror:
+    """The index, its cursor in ``keyword_changes`` and the thread that follows the log."""
+
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.index = KeywordIndex((1.0, CONTEXT_WEIGHT))
+        self.error: str | None = None
+        self._cursor = 0
+        self._drifted: tuple[int, int] | None = None
+        self._stopped = False
+        self.answered = 0
+        """Searches the mirror answered since start (``/api/status``)."""
+        self.fallbacks = 0
+        """Searches it handed to FTS5: not ready, behind, drifted, or a phrase query."""
+        self._ready = threading.Event()
+        self._sync = threading.Lock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    @property
+    def ready(self) -> bool:
+        return self._ready.is_set()
+
+    def state(self) -> KeywordIndexState:
+        """What ``/api/status`` shows of the mirror."""
+        index = self.index
+        if self._stopped:
+            name = "stopped"
+        elif not self.ready:
+            name = "building"
+        else:
+            name = "drifted" if self._drifted is not None else "ready"
+        return KeywordIndexState(state=name, rows=len(index), postings=index.postings, bytes=index.nbytes(),
+                                 answered=self.answered, fallbacks=self.fallbacks, error=self.error)
+
+    def wait_ready(self, timeout: float = 60.0) -> bool:
+        return self._ready.wait(timeout)
+
+    # -- lifecycle -------------------------------------------------------------------------
+    def start(self) -> None:
+        self._stop.clear()
+        self._thread = threading.Thread(target=self._run, name="signet-keywords", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+
+    def _run(self) -> None:
+        try:
+            self._follow()
+        except Exception as exc:  # a bug: logged with its traceback; recall keeps using FTS5
+            log.exception("keyword index stopped; recall uses FTS5 directly")
+            self._stopped = True
+            self._ready.clear()
+            self.error = f"keyword index stopped: {exc!r}; recall uses FTS5 directly until restart"
+
+    def _follow(self) -> None:
+        backoff = 1.0
+        last_backlog = -1
+        while not self._stop.is_set():
+            try:
+                if not self.ready:
+                    self.build()
+                    last_backlog = -1
+                backlog = self.db.read(self._backlog)
+                if backlog and (backlog == last_backlog or backlog >= BURST_ENTRIES):
+                    self.db.read(lambda c: self.catch_up(c, BURST_ENTRIES * 4))
+                    self._trim()
+                    backlog = -1
+                last_backlog = backlog
+                if self.index.needs_merge():
+                    self.index.merge()
+            except sqlite3.Error as exc:
+                # A locked, full or corrupt database: recall falls back to FTS5 meanwhile.
+                self.error = f"keyword index: {exc}"
+                log.warning("keyword index sync failed (retrying in %.0fs): %s", backoff, exc)
+                self._stop.wait(backoff)
+                backoff = min(backoff * 2, 60.0)
+                continue
+            backoff, self.error = 1.0, None
+            self._stop.wait(POLL_SECONDS)
+
+    # -- build and follow ------------------------------------------------------------------
+    def build(self) -> None:
+        """(Re)build the index from the whole table, in one read snapshot; recall uses FTS5
+        meanwhile. The new index replaces the old one with its own cursor."""
+        self._ready.clear()
+
+        def read(conn: Any) -> tuple[KeywordIndex, int, tuple[int, int]]:
+            cursor = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0])
+            fresh = KeywordIndex(self.index.weights)
+            fresh.load(_row_data(r) for r in conn.execute(_ROWS))
+            return fresh, cursor, table_stats(conn)
+
+        fresh, cursor, stats = self.db.read(read)
+        with self._sync:
+            self.index, self._cursor = fresh, cursor
+            # FTS5's statistics disagree with its own content (a damaged index): searching
+            # the mirror would rank differently from FTS5, so FTS5 answers until they change.
+            self._drifted = stats if stats != fresh.stats() else None
+        if self._drifted is not None:
+            log.warning("keyword index: FTS5 reports %s rows/tokens, its content %s; recall uses FTS5 until "
+                        "the index is repaired (POST /api/repair/check-fts {\"repair\": true})", stats, fresh.stats())
+        self._ready.set()
+        log.info("keyword index ready: %d rows, %d postings", len(fresh), fresh.postings)
+
+    def _backlog(self, conn: Any) -> int:
+        return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0]) - self._cursor
+
+    def catch_up(self, conn: Any, limit: int) -> bool:
+        """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``;
+        False (nothing applied) when more are waiting or the index must be rebuilt."""
+        with self._sync:
+            entries = conn.execute(
+                "SELECT id, seq FROM keyword_changes WHERE id > ? ORDER BY id LIMIT ?", (self._cursor, limit + 1)
+            ).fetchall()
+            if not entries:
+                return True
+            if len(entries) > limit:
+                return False
+            if int(entries[0][0]) != self._cursor + 1 or any(e[1] is None for e in entries):
+                # Trimmed past our cursor by another process, or the table was rebuilt whole.
+                self._ready.clear()
+                return False
+            seqs = sorted({int(e[1]) for e in entries})
+            found: list[RowData] = []
+            for i in range(0, len(seqs), 500):
+                chunk = seqs[i : i + 500]
+                marks = ",".join("?" for _ in chunk)
+                found.extend(_row_data(r) for r in conn.execute(f"{_ROWS} WHERE f.rowid IN ({marks})", chunk))
+            present = {r.seq for r in found}
+            self.index.apply(found, [s for s in seqs if s not in present])
+            self._cursor = int(entries[-1][0])
+            return True
+
+    def _trim(self) -> None:
+        cursor = self._cursor
+        first = self.db.read(lambda c: c.execute("SELECT MIN(id) FROM keyword_changes").fetchone()[0])
+        if first is None or cursor - int(first) < 2 * LOG_KEEP:
+            return
+        # ``id < cursor``: the newest entry always stays, so the next id is never reused.
+        self.db.write(lambda c: c.execute("DELETE FROM keyword_changes WHERE id < ?", (cursor - LOG_KEEP,)))
+
+    # -- search ----------------------------------------------------------------------------
+    def search(
+        self, conn: Any, terms: list[tuple[str, bool]], k: int, *, project: str | None = None,
+        created_between: tuple[float, float] | None = None,
+    ) -> list[tuple[int, float]] | None:
+        """(seq, bm25) of the best ``k`` rows, as FTS5 would rank them; None when the caller
+        should ask FTS5 (not built yet, a large backlog, a query FTS5 reads as a phrase)."""
+        phrases = phrases_of(terms) if self.ready else None
+        if phrases is None or not self.catch_up(conn, QUERY_CATCH_UP):
+            self.fallbacks += 1
+            return None
+        stats = table_stats(conn)
+        if stats != self.index.stats():
+            if stats != self._drifted:
+                self._ready.clear()  # changed outside the triggers: the background thread rebuilds
+            self.fallbacks += 1
+            return None
+        self.answered += 1
+        return self.index.search(phrases, k, project=project, created_between=created_between)
+

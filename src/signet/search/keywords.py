@@ -1,0 +1,400 @@
+"""An in-memory copy of the keyword index's postings, scored with FTS5's own BM25.
+
+Why: recall's keyword leg is an OR of a question's content words as stem prefixes over
+``memories_ctx_fts``. FTS5 answers it by walking every posting of every term, twice (once to
+count documents for the IDF, once to score), through its b-trees and its auxiliary-function
+API: 10-20 ms at 100,000 memories on this machine, and 40 ms at p95 when the machine is
+slow, which alone spent the recall's latency budget (docs/benchmarks.md). Here the same
+postings sit in numpy arrays, and the same query is a few slices, one ``bincount`` and a
+partial sort: about a millisecond.
+
+It is a *mirror*, not a second index with its own rules: rows, tokens (signet.search.tokens)
+and the BM25 formula are FTS5's (``bm25()`` of ``fts5_aux.c``: k1 1.2, b 0.75, IDF
+``log((N - n + 0.5) / (n + 0.5))`` floored at 1e-6, column weights, the row's length over
+all columns against the table's average), so the scores are FTS5's to the last bits and the
+ranking is the same. signet.search.keyword_mirror keeps it in step with the table.
+
+Layout: a *base* in CSR form (every term's rows and weighted term frequencies, built in
+bulk) plus a *delta* of rows indexed since (per term, plain lists). A row that changes is
+re-indexed into the delta under a new generation; its base postings are then *stale* and
+skipped, as are delta postings of an older generation. When the delta grows large it is
+merged into a new base, built outside the lock so searches do not wait for it.
+"""
+
+from __future__ import annotations
+
+import bisect
+import math
+import threading
+from array import array
+from collections import Counter
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import numpy.typing as npt
+
+from signet.search.vectors import epoch
+
+K1 = 1.2
+B = 0.75
+IDF_FLOOR = 1e-6
+"""FTS5's BM25 constants (``fts5_aux.c``)."""
+
+MERGE_MIN = 200_000
+"""The delta is merged into the base once it holds this many postings (or a quarter of the base)."""
+
+_NO_PROJECT = -1
+
+Ints = npt.NDArray[np.int64]
+Floats = npt.NDArray[np.float64]
+
+
+@dataclass(frozen=True)
+class Phrase:
+    """One query term as FTS5 reads ``"token"`` or ``"token"*`` (a single-token phrase)."""
+
+    token: str
+    prefix: bool
+
+
+@dataclass
+class RowData:
+    """One row of the mirrored table: its key, its two columns' token counts and its metadata."""
+
+    seq: int
+    content: Counter[str]
+    context: Counter[str]
+    project: str | None
+    created_at: str | None
+
+
+@dataclass
+class _Base:
+    offsets: npt.NDArray[np.int64]  # term id -> [offsets[t], offsets[t + 1]) in rows/tf
+    rows: npt.NDArray[np.int32]
+    tf: npt.NDArray[np.float32]  # weighted term frequency: content count * w0 + context count * w1
+
+
+def _empty_base(terms: int = 0) -> _Base:
+    return _Base(np.zeros(terms + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+
+
+class KeywordIndex:
+    """Postings of a two-column FTS5 table, searchable with its BM25 (module docstring)."""
+
+    def __init__(self, weights: tuple[float, float]) -> None:
+        self.weights = weights
+        self._lock = threading.RLock()
+        self._term_id: dict[str, int] = {}
+        self._vocab: list[str] = []  # sorted, for prefix ranges
+        self._vocab_ids: list[int] = []  # term id of each _vocab entry
+        self._row_of: dict[int, int] = {}
+        self._seq = np.zeros(0, dtype=np.int64)
+        self._length = np.zeros(0, dtype=np.int64)
+        self._project = np.zeros(0, dtype=np.int32)
+        self._created = np.zeros(0, dtype=np.float64)
+        self._live = np.zeros(0, dtype=bool)
+        self._stale = np.zeros(0, dtype=bool)
+        self._gen = np.zeros(0, dtype=np.int64)
+        self._rows = 0
+        self._count = 0  # live rows (FTS5's row count)
+        self._total = 0  # tokens in all live rows (FTS5's total size)
+        self._project_codes: dict[str, int] = {}
+        self._base = _empty_base()
+        self._delta: dict[int, tuple[list[int], list[float], list[int]]] = {}
+        self._delta_size = 0
+        self._merging = False
+
+    # -- size ------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        with self._lock:
+            return self._count
+
+    def stats(self) -> tuple[int, int]:
+        """(rows, tokens in all of them): what FTS5 keeps in its averages record."""
+        with self._lock:
+            return self._count, self._total
+
+    @property
+    def postings(self) -> int:
+        """Postings held (base and delta, stale ones included): what the memory use follows."""
+        with self._lock:
+            return int(self._base.rows.size) + self._delta_size
+
+    def nbytes(self) -> int:
+        """Approximate bytes held by the arrays (rows, postings); Python objects not counted."""
+        with self._lock:
+            b = self._base
+            per_row = self._seq.itemsize + self._length.itemsize + self._project.itemsize + \
+                self._created.itemsize + 2 + self._gen.itemsize
+            return int(b.rows.nbytes + b.tf.nbytes + b.offsets.nbytes + self._seq.size * per_row
+                       + self._delta_size * 24)
+
+    # -- writes ----------------------------------------------------------------------------
+    def _code(self, project: str | None) -> int:
+        if project is None:
+            return _NO_PROJECT
+        code = self._project_codes.get(project)
+        if code is None:
+            code = len(self._project_codes)
+            self._project_codes[project] = code
+        return code
+
+    def _term(self, token: str) -> int:
+        tid = self._term_id.get(token)
+        if tid is None:
+            tid = len(self._term_id)
+            self._term_id[token] = tid
+            at = bisect.bisect_left(self._vocab, token)
+            self._vocab.insert(at, token)
+            self._vocab_ids.insert(at, tid)
+        return tid
+
+    def _grow(self, need: int) -> None:
+        cap = self._seq.size
+        if need <= cap:
+            return
+        new = max(need, cap * 2, 1024)
+
+        def grown(a: Any, fill: Any = 0) -> Any:
+            out = np.full(new, fill, dtype=a.dtype)
+            out[:cap] = a
+            return out
+
+        self._seq, self._length, self._project = grown(self._seq), grown(self._length), grown(self._project)
+        self._created = grown(self._created, math.nan)
+        self._live, self._stale, self._gen = grown(self._live, False), grown(self._stale, False), grown(self._gen)
+
+    def _row(self, seq: int) -> int:
+        row = self._row_of.get(seq)
+        if row is None:
+            row = self._rows
+            self._grow(row + 1)
+            self._rows += 1
+            self._row_of[seq] = row
+            self._seq[row] = seq
+            self._stale[row] = True  # no base postings: nothing of it in the base is valid
+        return row
+
+    def _drop(self, row: int) -> None:
+        """Forget a row's current postings and its share of the table statistics."""
+        if self._live[row]:
+            self._count -= 1
+            self._total -= int(self._length[row])
+            self._live[row] = False
+        self._stale[row] = True
+        self._gen[row] += 1
+
+    def apply(self, upserts: list[RowData], removed: list[int]) -> None:
+        """Rows (re)indexed with their current text; ``removed`` seqs are no longer in the table."""
+        w0, w1 = self.weights
+        with self._lock:
+            for seq in removed:
+                row = self._row_of.get(seq)
+                if row is not None:
+                    self._drop(row)
+            for r in upserts:
+                row = self._row(r.seq)
+                self._drop(row)
+                gen = int(self._gen[row])
+                length = sum(r.content.values()) + sum(r.context.values())
+                self._length[row] = length
+                self._project[row] = self._code(r.project)
+                self._created[row] = epoch(r.created_at)
+                self._live[row] = True
+                self._count += 1
+                self._total += length
+                for token in r.content.keys() | r.context.keys():
+                    rows, tfs, gens = self._delta.setdefault(self._term(token), ([], [], []))
+                    rows.append(row)
+                    tfs.append(r.content.get(token, 0) * w0 + r.context.get(token, 0) * w1)
+                    gens.append(gen)
+                    self._delta_size += 1
+
+    def load(self, rows: Iterable[RowData]) -> None:
+        """Fill an empty index straight into its base (startup: no delta, no merge).
+
+        Postings are gathered in typed arrays (a Python list of ints costs ~36 bytes an
+        entry: a few hundred MB transient at 100,000 memories with thread context)."""
+        w0, w1 = self.weights
+        t_arr, r_arr, f_arr = array("q"), array("i"), array("f")
+        with self._lock:
+            if self._rows:
+                raise RuntimeError("load() needs an empty index")
+            term = self._term_id
+            for r in rows:
+                row = self._rows
+                self._grow(row + 1)
+                self._rows += 1
+                self._row_of[r.seq] = row
+                self._seq[row] = r.seq
+                length = sum(r.content.values()) + sum(r.context.values())
+                self._length[row] = length
+                self._project[row] = self._code(r.project)
+                self._created[row] = epoch(r.created_at)
+                self._live[row] = True
+                self._count += 1
+                self._total += length
+                for token in r.content.keys() | r.context.keys():
+                    tid = term.get(token)
+                    if tid is None:
+                        tid = term[token] = len(term)
+                    t_arr.append(tid)
+                    r_arr.append(row)
+                    f_arr.append(r.content.get(token, 0) * w0 + r.context.get(token, 0) * w1)
+            self._vocab = sorted(term)
+            self._vocab_ids = [term[t] for t in self._vocab]
+            t_all = np.frombuffer(t_arr, dtype=np.int64) if t_arr else np.zeros(0, dtype=np.int64)
+            order = np.argsort(t_all, kind="stable")
+            offsets = np.zeros(len(term) + 1, dtype=np.int64)
+            np.cumsum(np.bincount(t_all, minlength=len(term)), out=offsets[1:])
+            rows_all = np.frombuffer(r_arr, dtype=np.int32) if r_arr else np.zeros(0, dtype=np.int32)
+            tf_all = np.frombuffer(f_arr, dtype=np.float32) if f_arr else np.zeros(0, dtype=np.float32)
+            self._base = _Base(offsets, rows_all[order], tf_all[order])
+
+    def needs_merge(self) -> bool:
+        with self._lock:
+            return not self._merging and self._delta_size >= max(MERGE_MIN, self._base.rows.size // 4)
+
+    def merge(self) -> None:
+        """Fold the delta into a new base. The build runs outside the lock: rows changed
+        meanwhile keep their new postings in the delta and are marked stale in the new base."""
+        with self._lock:
+            if self._merging:
+                return
+            self._merging = True
+            base, stale, gen = self._base, self._stale[: self._rows].copy(), self._gen[: self._rows].copy()
+            taken = {t: len(lists[0]) for t, lists in self._delta.items()}
+            delta = {t: (np.array(lists[0][: taken[t]], dtype=np.int64), np.array(lists[1][: taken[t]], dtype=np.float32),
+                         np.array(lists[2][: taken[t]], dtype=np.int64)) for t, lists in self._delta.items()}
+            terms = len(self._term_id)
+        try:
+            new_base = _build(base, stale, gen, delta, terms)
+        except BaseException:
+            with self._lock:
+                self._merging = False
+            raise
+        with self._lock:
+            changed = np.flatnonzero(self._gen[: gen.size] != gen)
+            rest: dict[int, tuple[list[int], list[float], list[int]]] = {}
+            size = 0
+            for t, lists in self._delta.items():
+                n = taken.get(t, 0)
+                if len(lists[0]) > n:
+                    rest[t] = (lists[0][n:], lists[1][n:], lists[2][n:])
+                    size += len(lists[0]) - n
+            self._base, self._delta, self._delta_size = new_base, rest, size
+            self._stale[: self._rows] = False
+            self._stale[changed] = True
+            self._stale[gen.size : self._rows] = True  # rows first seen during the build
+            self._stale[: gen.size] |= ~self._live[: gen.size]
+            self._merging = False
+
+    # -- search ----------------------------------------------------------------------------
+    def _term_ids(self, phrase: Phrase) -> list[int]:
+        if not phrase.prefix:
+            tid = self._term_id.get(phrase.token)
+            return [] if tid is None else [tid]
+        lo = bisect.bisect_left(self._vocab, phrase.token)
+        hi = bisect.bisect_left(self._vocab, phrase.token + "\U0010ffff")
+        return self._vocab_ids[lo:hi]
+
+    def _postings(self, tids: list[int]) -> tuple[Ints, Floats]:
+        """Valid (row, weighted tf) postings of the terms, summed per row."""
+        base = self._base
+        parts_r: list[Any] = []
+        parts_f: list[Any] = []
+        for t in tids:
+            if t + 1 < base.offsets.size:
+                lo, hi = int(base.offsets[t]), int(base.offsets[t + 1])
+                if hi > lo:
+                    r = base.rows[lo:hi]
+                    keep = ~self._stale[r]
+                    parts_r.append(r[keep])
+                    parts_f.append(base.tf[lo:hi][keep])
+            lists = self._delta.get(t)
+            if lists is not None:
+                r = np.fromiter(lists[0], dtype=np.int64, count=len(lists[0]))
+                g = np.fromiter(lists[2], dtype=np.int64, count=len(lists[2]))
+                keep = self._gen[r] == g
+                parts_r.append(r[keep])
+                parts_f.append(np.fromiter(lists[1], dtype=np.float64, count=len(lists[1]))[keep])
+        if not parts_r:
+            return np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.float64)
+        rows = np.concatenate(parts_r).astype(np.int64, copy=False)
+        tf = np.concatenate(parts_f).astype(np.float64, copy=False)
+        if len(tids) > 1 and rows.size:
+            rows, inverse = np.unique(rows, return_inverse=True)
+            tf = np.bincount(inverse, weights=tf, minlength=rows.size).astype(np.float64)
+        return rows, tf
+
+    def search(
+        self, phrases: list[Phrase], k: int, *, project: str | None = None,
+        created_between: tuple[float, float] | None = None,
+    ) -> list[tuple[int, float]]:
+        """The best ``k`` rows matching any phrase, as (seq, FTS5 ``bm25()`` value: negative,
+        lower is better), best first; ties by seq. ``project`` and ``created_between`` (POSIX
+        seconds, half-open) restrict the rows before the top k is taken, as a filtered FTS5
+        query would."""
+        with self._lock:
+            n, total = self._count, self._total
+            if n == 0 or not phrases or k <= 0:
+                return []
+            avgdl = total / n
+            scores = np.zeros(self._rows, dtype=np.float64)
+            touched: list[Ints] = []
+            for phrase in phrases:
+                rows, tf = self._postings(self._term_ids(phrase))
+                if rows.size == 0:
+                    continue
+                idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
+                idf = idf if idf > 0.0 else IDF_FLOOR
+                denom = tf + K1 * (1.0 - B + B * self._length[rows] / avgdl)
+                scores[rows] += idf * ((tf * (K1 + 1.0)) / denom)  # FTS5's order of operations, to the bit
+                touched.append(rows)
+            if not touched:
+                return []
+            cand = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
+            if project is not None:
+                cand = cand[self._project[cand] == self._project_codes.get(project, -2)]
+            if created_between is not None:
+                when = self._created[cand]
+                cand = cand[(when >= created_between[0]) & (when < created_between[1])]
+            if cand.size == 0:
+                return []
+            best = scores[cand]
+            seqs = self._seq[cand]
+            if cand.size > k:
+                # The k best, and of the rows tied at the cut the lowest seqs, as FTS5's
+                # ORDER BY bm25 LIMIT k keeps them (a plain argpartition keeps any of them).
+                cut = np.partition(best, cand.size - k)[cand.size - k]
+                above = np.flatnonzero(best > cut)
+                tied = np.flatnonzero(best == cut)
+                tied = tied[np.argsort(seqs[tied], kind="stable")[: k - above.size]]
+                keep = np.concatenate([above, tied])
+                best, seqs = best[keep], seqs[keep]
+            order = np.lexsort((seqs, -best))
+            return [(int(seqs[i]), -float(best[i])) for i in order]
+
+
+def _build(base: _Base, stale: npt.NDArray[np.bool_], gen: Ints,
+           delta: dict[int, tuple[Ints, npt.NDArray[np.float32], Ints]], terms: int) -> _Base:
+    """A new base from the valid postings of ``base`` and ``delta``, grouped by term."""
+    counts = np.diff(base.offsets)
+    term_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
+    keep = ~stale[base.rows] if base.rows.size else np.zeros(0, dtype=bool)
+    t_parts = [term_of[keep]]
+    r_parts = [base.rows[keep].astype(np.int64)]
+    f_parts = [base.tf[keep]]
+    for t, (rows, tfs, gens) in delta.items():
+        ok = gen[rows] == gens
+        t_parts.append(np.full(int(ok.sum()), t, dtype=np.int64))
+        r_parts.append(rows[ok])
+        f_parts.append(tfs[ok])
+    t_all = np.concatenate(t_parts)
+    order = np.argsort(t_all, kind="stable")
+    offsets = np.zeros(terms + 1, dtype=np.int64)
+    np.cumsum(np.bincount(t_all, minlength=terms), out=offsets[1:])
+    return _Base(offsets, np.concatenate(r_parts)[order].astype(np.int32), np.concatenate(f_parts)[order].astype(np.float32))

@@ -218,6 +218,10 @@ def test_a_search_sees_its_own_snapshot_and_falls_back_on_a_backlog(db: Database
     assert db.read(lambda c: mirror.search(c, [("postgres", False)], 10)) is None  # too far behind: FTS5 answers
     db.read(lambda c: mirror.catch_up(c, 10**6))  # what the background thread does
     assert len(mirrored(db, mirror, [("postgres", False)])) == keyword_mirror.QUERY_CATCH_UP + 2
+    # While the background thread applies a backlog, a search does not wait for it: FTS5 answers.
+    with mirror._sync:
+        assert db.read(lambda c: mirror.search(c, [("postgres", False)], 10)) is None
+    assert mirror.fallbacks == 2 and mirror.answered == 2
 
 
 def test_repair_rebuild_and_trimmed_log_make_the_mirror_rebuild(db: Database,
@@ -253,7 +257,8 @@ def test_background_thread_builds_and_follows(db: Database) -> None:
     mirror.start()
     try:
         assert mirror.wait_ready(10)
-        db.write(lambda c: [insert(c, f"merge shipping {i}") for i in range(keyword_mirror.QUERY_CATCH_UP * 2)])
+        # More than one catch-up step's worth: applied in steps, each in its own snapshot.
+        db.write(lambda c: [insert(c, f"merge shipping {i}") for i in range(keyword_mirror.CATCH_UP_STEP)])
         deadline = time.monotonic() + 10
         while time.monotonic() < deadline and db.read(mirror._backlog) > 0:
             time.sleep(0.05)

@@ -48,7 +48,8 @@ from signet.bench.metrics import percentile
 from signet.embedding.base import Vectors
 from signet.memory.content import parse_content
 from signet.models import RememberRequest
-from signet.search.fts import recall_match_expression
+from signet.search.context import CONTEXT_WEIGHT
+from signet.search.fts import quoted, recall_match_expression, recall_terms
 from signet.store.sqlite import sqlite3
 from signet.workspace import Workspace
 
@@ -325,25 +326,60 @@ def measure_recall(url: str, queries: list[tuple[str, str]], warmup: int, limit:
 
 
 def measure_fts(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
-    """The raw FTS5 query alone: the MATCH expression recall sends, BM25 order, top ``pool``."""
+    """The raw FTS5 query alone: the MATCH expression and BM25 recall's keyword leg would send
+    to FTS5 (``memories_ctx_fts``, content and thread context), top ``pool``, no join."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
     t = Timing()
     rows = 0
+    sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
+           " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
     try:
         for q in queries:
             match = recall_match_expression(q)
             if match is None:
                 continue
             t0 = time.perf_counter()
-            got = conn.execute(
-                "SELECT rowid, bm25(memories_fts) AS r FROM memories_fts WHERE memories_fts MATCH ? ORDER BY r LIMIT ?",
-                (match, pool),
-            ).fetchall()
+            got = conn.execute(sql, (match, pool)).fetchall()
             t.values_ms.append((time.perf_counter() - t0) * 1000)
             rows += len(got)
     finally:
         conn.close()
     return {**t.summary(), "sqlite": str(sqlite3.sqlite_version), "mean_rows": round(rows / max(len(t.values_ms), 1), 1)}
+
+
+def measure_keywords(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
+    """The same keyword query answered by the in-memory mirror alone (signet.search.keyword_mirror),
+    as recall's keyword leg does: its catch-up check and its top ``pool``, in a read snapshot.
+    Also how long the mirror takes to build from the store and how many queries it answered
+    with exactly FTS5's top ``pool`` (ids and scores, in order)."""
+    from signet.search.keyword_mirror import KeywordMirror
+    from signet.store.database import Database
+
+    db = Database(db_path).open()
+    t = Timing()
+    same = 0
+    try:
+        mirror = KeywordMirror(db)
+        t0 = time.perf_counter()
+        mirror.build()
+        build_s = time.perf_counter() - t0
+        sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
+               " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
+        for q in queries:
+            terms = recall_terms(q)
+            if not terms:
+                continue
+            t0 = time.perf_counter()
+            got = db.read(lambda c, terms=terms: mirror.search(c, terms, pool))  # type: ignore[misc]
+            t.values_ms.append((time.perf_counter() - t0) * 1000)
+            match = " OR ".join(quoted(x, p) for x, p in terms)
+            expected = db.read(lambda c, m=match: [(int(r[0]), float(r[1])) for r in c.execute(sql, (m, pool))])  # type: ignore[misc]
+            same += got == expected
+        state = mirror.state()
+    finally:
+        db.close()
+    return {**t.summary(), "build_s": round(build_s, 2), "same_as_fts5": same, "postings": state.postings,
+            "bytes": state.bytes}
 
 
 def load_matrix(db_path: Path) -> Vectors:
@@ -511,6 +547,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
             pool = 50
             out["baselines"] = {
                 "fts5": measure_fts(db_path, texts, pool),
+                "keyword_index": measure_keywords(db_path, texts, pool),
                 "numpy": measure_numpy(load_matrix(db_path), qvecs, opts.recall_limit),
                 "query_embedding": embed,
             }
@@ -520,6 +557,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
     for p in ("p50", "p95"):
         brute = base["fts5"][p] + base["numpy"][p] + base["query_embedding"][p]
         ratios[f"recall_over_fts5_{p}"] = _ratio(rec[p], base["fts5"][p])
+        ratios[f"fts5_over_keyword_index_{p}"] = _ratio(base["fts5"][p], base["keyword_index"][p])
         ratios[f"recall_over_numpy_{p}"] = _ratio(rec[p], base["numpy"][p])
         ratios[f"recall_over_brute_sum_{p}"] = _ratio(rec[p], brute)
     out["ratios"] = ratios
@@ -560,12 +598,16 @@ def table(report: dict[str, Any]) -> Any:
         row(f"recall over HTTP {p}", lambda r, p=p: r["recall"][p])  # type: ignore[misc]
     row("recall, server took_ms p95", lambda r: r["recall"]["server_took_ms"]["p95"])
     row("source memory in results", lambda r: r["recall"]["source_found_at_limit"])
-    for name in ("fts5", "numpy", "query_embedding"):
+    for name in ("fts5", "keyword_index", "numpy", "query_embedding"):
         for p in ("p50", "p95"):
             row(f"{name} alone {p}", lambda r, n=name, p=p: r["baselines"][n][p])  # type: ignore[misc]
+    row("keyword_index = fts5 top 50", lambda r: f"{r['baselines']['keyword_index']['same_as_fts5']}"
+        f"/{r['baselines']['keyword_index']['n']}")
+    row("keyword_index build s", lambda r: r["baselines"]["keyword_index"]["build_s"])
     for key in ("recall_over_fts5_p95", "recall_over_numpy_p95", "recall_over_brute_sum_p50",
-                "recall_over_brute_sum_p95"):
-        row(f"ratio {key.removeprefix('recall_over_')}", lambda r, k=key: f"{r['ratios'][k]}x")  # type: ignore[misc]
+                "recall_over_brute_sum_p95", "fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95"):
+        label = key.removeprefix("recall_over_") if key.startswith("recall_over_") else key.replace("_over_", " / ")
+        row(f"ratio {label}", lambda r, k=key: f"{r['ratios'][k]}x")  # type: ignore[misc]
     row("remember accepted/s", lambda r: r["remember"]["accepted_per_s"])
     row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
     row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])

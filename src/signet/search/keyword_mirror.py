@@ -14,8 +14,9 @@ means "everything changed" (the repair rebuild); the mirror then rebuilds from t
   slowed by it; large deltas are merged into the base on the same thread.
 - **Read your writes**: a search first applies any log entries its own read snapshot can see
   (a remember followed at once by a recall finds it). If more than :data:`QUERY_CATCH_UP`
-  are waiting, the search answers ``None`` and the caller asks FTS5 instead, so no recall
-  pays for a burst it did not make.
+  are waiting, or the background thread is applying entries at that moment, the search
+  answers ``None`` and the caller asks FTS5 instead, so no recall pays for (or waits out) a
+  burst it did not make.
 - **Changes outside the triggers**: after catching up, a search compares the mirror's row
   and token counts with FTS5's own (its averages record): a table rewritten or damaged
   behind the triggers' back makes FTS5 answer and the mirror rebuild.
@@ -42,6 +43,7 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
 BURST_ENTRIES = 2048
 QUERY_CATCH_UP = 64
+CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
 
 _ROWS = (
@@ -168,7 +170,10 @@ class KeywordMirror:
                     last_backlog = -1
                 backlog = self.db.read(self._backlog)
                 if backlog and (backlog == last_backlog or backlog >= BURST_ENTRIES):
-                    self.db.read(lambda c: self.catch_up(c, BURST_ENTRIES * 4))
+                    # In steps, each its own snapshot and lock hold (~15 ms): a search waiting
+                    # for the lock would otherwise wait for the whole backlog.
+                    while not self._stop.is_set() and self.ready and self.db.read(self._backlog) > 0:
+                        self.db.read(lambda c: self.catch_up(c, CATCH_UP_STEP, partial=True))
                     self._trim()
                     backlog = -1
                 last_backlog = backlog
@@ -211,31 +216,43 @@ class KeywordMirror:
     def _backlog(self, conn: Any) -> int:
         return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0]) - self._cursor
 
-    def catch_up(self, conn: Any, limit: int) -> bool:
-        """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``;
-        False (nothing applied) when more are waiting or the index must be rebuilt."""
-        with self._sync:
-            entries = conn.execute(
-                "SELECT id, seq FROM keyword_changes WHERE id > ? ORDER BY id LIMIT ?", (self._cursor, limit + 1)
-            ).fetchall()
-            if not entries:
-                return True
-            if len(entries) > limit:
-                return False
-            if int(entries[0][0]) != self._cursor + 1 or any(e[1] is None for e in entries):
-                # Trimmed past our cursor by another process, or the table was rebuilt whole.
-                self._ready.clear()
-                return False
-            seqs = sorted({int(e[1]) for e in entries})
-            found: list[RowData] = []
-            for i in range(0, len(seqs), 500):
-                chunk = seqs[i : i + 500]
-                marks = ",".join("?" for _ in chunk)
-                found.extend(_row_data(r) for r in conn.execute(f"{_ROWS} WHERE f.rowid IN ({marks})", chunk))
-            present = {r.seq for r in found}
-            self.index.apply(found, [s for s in seqs if s not in present])
-            self._cursor = int(entries[-1][0])
+    def catch_up(self, conn: Any, limit: int, *, wait: bool = True, partial: bool = False) -> bool:
+        """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``
+        (with ``partial``, the first ``limit`` of them). False, with nothing applied, when more
+        are waiting (without ``partial``), the index must be rebuilt, or (without ``wait``)
+        another thread is applying entries right now."""
+        if not self._sync.acquire(blocking=wait):
+            return False
+        try:
+            return self._apply_log(conn, limit, partial)
+        finally:
+            self._sync.release()
+
+    def _apply_log(self, conn: Any, limit: int, partial: bool) -> bool:
+        """The body of :meth:`catch_up`, under its lock."""
+        entries = conn.execute(
+            "SELECT id, seq FROM keyword_changes WHERE id > ? ORDER BY id LIMIT ?", (self._cursor, limit + 1)
+        ).fetchall()
+        if not entries:
             return True
+        if len(entries) > limit:
+            if not partial:
+                return False
+            entries = entries[:limit]
+        if int(entries[0][0]) != self._cursor + 1 or any(e[1] is None for e in entries):
+            # Trimmed past our cursor by another process, or the table was rebuilt whole.
+            self._ready.clear()
+            return False
+        seqs = sorted({int(e[1]) for e in entries})
+        found: list[RowData] = []
+        for i in range(0, len(seqs), 500):
+            chunk = seqs[i : i + 500]
+            marks = ",".join("?" for _ in chunk)
+            found.extend(_row_data(r) for r in conn.execute(f"{_ROWS} WHERE f.rowid IN ({marks})", chunk))
+        present = {r.seq for r in found}
+        self.index.apply(found, [s for s in seqs if s not in present])
+        self._cursor = int(entries[-1][0])
+        return True
 
     def _trim(self) -> None:
         cursor = self._cursor
@@ -253,7 +270,7 @@ class KeywordMirror:
         """(seq, bm25) of the best ``k`` rows, as FTS5 would rank them; None when the caller
         should ask FTS5 (not built yet, a large backlog, a query FTS5 reads as a phrase)."""
         phrases = phrases_of(terms) if self.ready else None
-        if phrases is None or not self.catch_up(conn, QUERY_CATCH_UP):
+        if phrases is None or not self.catch_up(conn, QUERY_CATCH_UP, wait=False):
             self.fallbacks += 1
             return None
         stats = table_stats(conn)

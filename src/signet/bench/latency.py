@@ -240,7 +240,8 @@ class Daemon:
 
 @contextlib.contextmanager
 def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
-    """A ``signet daemon`` subprocess on a free loopback port, ready (embedder loaded, index built)."""
+    """A ``signet daemon`` subprocess on a free loopback port, ready (embedder loaded, vector
+    index built, the in-memory keyword index built unless it is off)."""
     port = _free_port()
     log = root / "bench-daemon.log"
     with log.open("ab") as fh:
@@ -264,7 +265,9 @@ def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
                     time.sleep(0.1)
                     continue
                 emb = st.get("embedding", {})
-                if emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0):
+                keywords = st.get("keyword_index", {}).get("state")
+                if (emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0)) \
+                        and keywords in ("ready", "off"):
                     break
                 if emb.get("state") == "unavailable":
                     raise RuntimeError(f"daemon embedder unavailable: {emb.get('error')}")

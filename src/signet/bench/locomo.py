@@ -59,6 +59,8 @@ class Report:
     overall: dict[str, float] = field(default_factory=dict)
     per_category: dict[str, dict[str, float]] = field(default_factory=dict)
     latency_ms: dict[str, float] = field(default_factory=dict)
+    keyword_index: dict[str, int] = field(default_factory=dict)
+    """Keyword searches the in-memory index answered, and those FTS5 answered, while asking."""
 
     def as_dict(self) -> dict[str, Any]:
         return self.__dict__.copy()
@@ -141,6 +143,8 @@ def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
     took: list[float] = []
     n_questions = sum(len(c.questions) for c in conversations)
     asked = 0
+    mirror = rt.keywords
+    answered, fallbacks = (mirror.answered, mirror.fallbacks) if mirror is not None else (0, 0)
     for i, conv in enumerate(conversations):
         for q in conv.questions:
             asked += 1
@@ -175,6 +179,8 @@ def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
             rep.per_category[bucket] = avg
     rep.latency_ms = {"p50": round(percentile(took, 50), 2), "p95": round(percentile(took, 95), 2),
                       "mean": round(sum(took) / len(took), 2) if took else 0.0}
+    if mirror is not None:
+        rep.keyword_index = {"answered": mirror.answered - answered, "fallbacks": mirror.fallbacks - fallbacks}
     return rep
 
 

@@ -180,3 +180,25 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
         asyncio.run(scenario())
     finally:
         rt.stop()
+
+
+def test_sweep_trims_the_keyword_log_when_nothing_else_does(make_workspace: Callable[..., Workspace],
+                                                            monkeypatch: Any) -> None:
+    """With the in-memory keyword index off nobody consumes the change log the context
+    triggers write; the sweep keeps only its newest entries (the newest one always)."""
+    from signet.memory import retention
+
+    monkeypatch.setattr(retention, "KEEP_LOG", 5)
+    rt = start_runtime(make_workspace(embedding="none", search={"keyword_index": False}))
+    try:
+        assert rt.keywords is None
+        for i in range(12):
+            rt.db.write(lambda c, i=i: c.execute(  # type: ignore[misc]
+                "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at)"
+                " VALUES (?, ?, ?, ?, 't', 't')", (f"m{i}", f"text {i}", f"text {i}", f"h{i}")))
+        assert rt.retention.sweep().keyword_log == 6
+        first, last = rt.db.read(lambda c: c.execute("SELECT MIN(id), MAX(id) FROM keyword_changes").fetchone())
+        assert (first, last) == (7, 12)
+        assert rt.retention.sweep().keyword_log == 0
+    finally:
+        rt.stop()

@@ -6,6 +6,8 @@
 4. history events older than ``retention.history_days``
 5. completed jobs older than ``retention.completed_job_days``
 6. dead jobs older than ``retention.dead_job_days``
+7. the keyword change log (signet.search.keyword_mirror) beyond its newest entries: the
+   in-memory keyword index trims what it has applied, but nothing does when it is off
 
 Each step is its own short write transaction capped at ``retention.batch_limit`` rows, so a
 sweep never holds the write lock for long; what is left is taken by the next sweep.
@@ -21,9 +23,13 @@ from typing import Any
 
 from signet.config import RetentionSettings
 from signet.memory.records import to_iso
+from signet.search.keyword_mirror import LOG_KEEP
 from signet.store.database import Database
 
 log = logging.getLogger(__name__)
+
+KEEP_LOG = 2 * LOG_KEEP
+"""Keyword change-log entries the sweep keeps (the mirror itself trims to :data:`LOG_KEEP`)."""
 
 
 @dataclass
@@ -35,6 +41,7 @@ class SweepReport:
     history: int = 0
     completed_jobs: int = 0
     dead_jobs: int = 0
+    keyword_log: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -98,6 +105,10 @@ class RetentionWorker:
         report.dead_jobs = self.db.write(lambda conn: conn.execute(
             "DELETE FROM memory_jobs WHERE id IN (SELECT id FROM memory_jobs WHERE status = 'dead' "
             "AND failed_at < ? LIMIT ?)", (dead_cut, limit)).rowcount)
+        # The newest entry always stays (ids never restart); a mirror this far behind rebuilds.
+        report.keyword_log = self.db.write(lambda conn: conn.execute(
+            "DELETE FROM keyword_changes WHERE id IN (SELECT id FROM keyword_changes WHERE id < "
+            "(SELECT MAX(id) FROM keyword_changes) - ? ORDER BY id LIMIT ?)", (KEEP_LOG, limit)).rowcount)
         self.last_report = report
         self.last_run = to_iso(now)
         if any(report.as_dict().values()):

@@ -23,6 +23,7 @@ class SweepResponse(BaseModel):
     history: int
     completed_jobs: int
     dead_jobs: int
+    keyword_log: int = Field(0, description="keyword change-log entries trimmed (the newest are kept)")
 
 
 class FtsCheckRequest(StrictModel):

@@ -114,6 +114,27 @@ def test_ascii_tokens_are_fts5_tokens() -> None:
     check()
 
 
+def test_any_text_is_tokenised_as_fts5_does() -> None:
+    """Non-ASCII words go to FTS5 word by word (split at whitespace) and are cached: the
+    tokens of the whole text must still be exactly FTS5's for the whole text."""
+    conn = sqlite3.connect(":memory:")
+    conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='unicode61')")
+    conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
+    words = st.sampled_from(["Café", "naïve", "ÜBER", "straße", "don’t", "日本語", "😀", "x_y", "İstanbul", "Ǆemal",
+                             "ﬁne", "①②", "e\u0301", "ǅ", "ⅷ", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "\t"])
+    text = st.lists(st.one_of(words, st.text(max_size=8)), max_size=12).map(" ".join)
+
+    @settings(max_examples=300, deadline=None)
+    @given(text)
+    def check(text: str) -> None:
+        conn.execute("DELETE FROM t")
+        conn.execute("INSERT INTO t(rowid, a) VALUES (1, ?)", (text,))
+        expected = [r[0] for r in conn.execute("SELECT term FROM v ORDER BY offset")]
+        assert tokens(text) == expected
+
+    check()
+
+
 def test_mirror_follows_every_write_path(db: Database) -> None:
     rng = random.Random(5)
 

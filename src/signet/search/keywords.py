@@ -30,6 +30,7 @@ from array import array
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from itertools import repeat
 from typing import Any
 
 import numpy as np
@@ -187,9 +188,25 @@ class KeywordIndex:
         self._stale[row] = True
         self._gen[row] += 1
 
+    def _weighted(self, r: RowData) -> tuple[dict[str, float], int]:
+        """A row's weighted term frequencies (content count x w0 + context count x w1: sums of
+        1s and halves, exact in floating point whatever the order) and its length in tokens."""
+        w0, w1 = self.weights
+        tf = {t: n * w0 for t, n in r.content.items()}
+        for t, n in r.context.items():
+            tf[t] = tf.get(t, 0.0) + n * w1
+        return tf, r.content.total() + r.context.total()
+
+    def _set_row(self, row: int, r: RowData, length: int) -> None:
+        self._length[row] = length
+        self._project[row] = self._code(r.project)
+        self._created[row] = epoch(r.created_at)
+        self._live[row] = True
+        self._count += 1
+        self._total += length
+
     def apply(self, upserts: list[RowData], removed: list[int]) -> None:
         """Rows (re)indexed with their current text; ``removed`` seqs are no longer in the table."""
-        w0, w1 = self.weights
         with self._lock:
             for seq in removed:
                 row = self._row_of.get(seq)
@@ -199,26 +216,20 @@ class KeywordIndex:
                 row = self._row(r.seq)
                 self._drop(row)
                 gen = int(self._gen[row])
-                length = sum(r.content.values()) + sum(r.context.values())
-                self._length[row] = length
-                self._project[row] = self._code(r.project)
-                self._created[row] = epoch(r.created_at)
-                self._live[row] = True
-                self._count += 1
-                self._total += length
-                for token in r.content.keys() | r.context.keys():
+                tf, length = self._weighted(r)
+                self._set_row(row, r, length)
+                for token, f in tf.items():
                     rows, tfs, gens = self._delta.setdefault(self._term(token), ([], [], []))
                     rows.append(row)
-                    tfs.append(r.content.get(token, 0) * w0 + r.context.get(token, 0) * w1)
+                    tfs.append(f)
                     gens.append(gen)
-                    self._delta_size += 1
+                self._delta_size += len(tf)
 
     def load(self, rows: Iterable[RowData]) -> None:
         """Fill an empty index straight into its base (startup: no delta, no merge).
 
         Postings are gathered in typed arrays (a Python list of ints costs ~36 bytes an
         entry: a few hundred MB transient at 100,000 memories with thread context)."""
-        w0, w1 = self.weights
         t_arr, r_arr, f_arr = array("q"), array("i"), array("f")
         with self._lock:
             if self._rows:
@@ -230,20 +241,14 @@ class KeywordIndex:
                 self._rows += 1
                 self._row_of[r.seq] = row
                 self._seq[row] = r.seq
-                length = sum(r.content.values()) + sum(r.context.values())
-                self._length[row] = length
-                self._project[row] = self._code(r.project)
-                self._created[row] = epoch(r.created_at)
-                self._live[row] = True
-                self._count += 1
-                self._total += length
-                for token in r.content.keys() | r.context.keys():
-                    tid = term.get(token)
-                    if tid is None:
-                        tid = term[token] = len(term)
-                    t_arr.append(tid)
-                    r_arr.append(row)
-                    f_arr.append(r.content.get(token, 0) * w0 + r.context.get(token, 0) * w1)
+                tf, length = self._weighted(r)
+                self._set_row(row, r, length)
+                for token in tf:
+                    if token not in term:
+                        term[token] = len(term)
+                t_arr.extend([term[t] for t in tf])
+                r_arr.extend(repeat(row, len(tf)))
+                f_arr.extend(tf.values())
             self._vocab = sorted(term)
             self._vocab_ids = [term[t] for t in self._vocab]
             t_all = np.frombuffer(t_arr, dtype=np.int64) if t_arr else np.zeros(0, dtype=np.int64)

@@ -120,7 +120,7 @@ def test_any_text_is_tokenised_as_fts5_does() -> None:
     conn = sqlite3.connect(":memory:")
     conn.execute("CREATE VIRTUAL TABLE t USING fts5(a, tokenize='unicode61')")
     conn.execute("CREATE VIRTUAL TABLE v USING fts5vocab(t, 'instance')")
-    words = st.sampled_from(["Café", "naïve", "ÜBER", "straße", "don’t", "日本語", "😀", "x_y", "İstanbul", "Ǆemal",
+    words = st.sampled_from(["Café", "naïve", "ÜBER", "straße", "don\u2019t", "日本語", "😀", "x_y", "İstanbul", "Ǆemal",
                              "ﬁne", "①②", "e\u0301", "ǅ", "ⅷ", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "\t"])
     text = st.lists(st.one_of(words, st.text(max_size=8)), max_size=12).map(" ".join)
 

@@ -101,7 +101,10 @@ def length_prior(content: str) -> float:
 
 
 def _prior(content: str) -> float:
-    words = max(1, sum(1 for _ in islice(_WORD.finditer(content), LENGTH_REF)))
+    # A short text's words are counted in C (findall); a long one's only up to LENGTH_REF.
+    found = len(_WORD.findall(content)) if len(content) <= _CACHED_CHARS else \
+        sum(1 for _ in islice(_WORD.finditer(content), LENGTH_REF))
+    words = max(1, min(found, LENGTH_REF))
     return float((words / LENGTH_REF) ** LENGTH_EXPONENT)
 
 

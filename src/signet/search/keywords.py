@@ -36,6 +36,7 @@ from typing import Any
 import numpy as np
 import numpy.typing as npt
 
+from signet.search.projects import ProjectCodes
 from signet.search.vectors import epoch
 
 K1 = 1.2
@@ -46,7 +47,6 @@ IDF_FLOOR = 1e-6
 MERGE_MIN = 200_000
 """The delta is merged into the base once it holds this many postings (or a quarter of the base)."""
 
-_NO_PROJECT = -1
 
 Ints = npt.NDArray[np.int64]
 Floats = npt.NDArray[np.float64]
@@ -102,7 +102,7 @@ class KeywordIndex:
         self._rows = 0
         self._count = 0  # live rows (FTS5's row count)
         self._total = 0  # tokens in all live rows (FTS5's total size)
-        self._project_codes: dict[str, int] = {}
+        self._project_codes = ProjectCodes()
         self._base = _empty_base()
         self._delta: dict[int, tuple[list[int], list[float], list[int]]] = {}
         self._delta_size = 0
@@ -134,15 +134,6 @@ class KeywordIndex:
                        + self._delta_size * 24)
 
     # -- writes ----------------------------------------------------------------------------
-    def _code(self, project: str | None) -> int:
-        if project is None:
-            return _NO_PROJECT
-        code = self._project_codes.get(project)
-        if code is None:
-            code = len(self._project_codes)
-            self._project_codes[project] = code
-        return code
-
     def _term(self, token: str) -> int:
         tid = self._term_id.get(token)
         if tid is None:
@@ -199,7 +190,7 @@ class KeywordIndex:
 
     def _set_row(self, row: int, r: RowData, length: int) -> None:
         self._length[row] = length
-        self._project[row] = self._code(r.project)
+        self._project[row] = self._project_codes.code(r.project)
         self._created[row] = epoch(r.created_at)
         self._live[row] = True
         self._count += 1
@@ -363,7 +354,8 @@ class KeywordIndex:
                 return []
             cand = np.unique(np.concatenate(touched)) if len(touched) > 1 else touched[0]
             if project is not None:
-                cand = cand[self._project[cand] == self._project_codes.get(project, -2)]
+                code = self._project_codes.known(project)
+                cand = cand[self._project[cand] == code] if code is not None else cand[:0]
             if created_between is not None:
                 when = self._created[cand]
                 cand = cand[(when >= created_between[0]) & (when < created_between[1])]

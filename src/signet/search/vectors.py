@@ -30,8 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signet.embedding.base import Vectors
-
-_NO_PROJECT = -1
+from signet.search.projects import NO_PROJECT, ProjectCodes
 
 COARSE_MIN_ROWS = 20_000
 """Below this many rows every search is exact (and cheap: under 2 ms)."""
@@ -87,7 +86,7 @@ class VectorIndex:
         self._created: npt.NDArray[np.float64] = np.zeros(0, dtype=np.float64)
         self._ids: list[str] = []
         self._row_of: dict[str, int] = {}
-        self._project_codes: dict[str, int] = {}
+        self._project_codes = ProjectCodes()
         self._size = 0
         # The last query's product with the matrix, reused while the matrix is unchanged: one
         # recall searches more than once with the same query (a pool widened past rejecting
@@ -110,15 +109,6 @@ class VectorIndex:
             row = self._row_of.get(str(memory_id))
             return row is not None and bool(self._live[row])
 
-    def _code(self, project: str | None) -> int:
-        if project is None:
-            return _NO_PROJECT
-        code = self._project_codes.get(project)
-        if code is None:
-            code = len(self._project_codes)
-            self._project_codes[project] = code
-        return code
-
     def _grow(self, need: int) -> None:
         cap = self._matrix.shape[0]
         if need <= cap:
@@ -127,7 +117,7 @@ class VectorIndex:
         dims = self.dimensions or 0
         m = np.zeros((new_cap, dims), dtype=np.float32)
         m[: self._size] = self._matrix[: self._size]
-        p = np.full(new_cap, _NO_PROJECT, dtype=np.int32)
+        p = np.full(new_cap, NO_PROJECT, dtype=np.int32)
         p[: self._size] = self._projects[: self._size]
         live = np.zeros(new_cap, dtype=bool)
         live[: self._size] = self._live[: self._size]
@@ -197,7 +187,7 @@ class VectorIndex:
                     self._row_of[mid] = row
                 self._matrix[row] = vec
                 self._version += 1
-                self._projects[row] = self._code(proj)
+                self._projects[row] = self._project_codes.code(proj)
                 self._created[row] = epoch(when)
                 self._live[row] = True
                 written.append(row)
@@ -220,7 +210,7 @@ class VectorIndex:
         with self._lock:
             row = self._row_of.get(memory_id)
             if row is not None:
-                self._projects[row] = self._code(project)
+                self._projects[row] = self._project_codes.code(project)
 
     def vector_of(self, memory_id: str) -> Vectors | None:
         with self._lock:
@@ -294,7 +284,7 @@ class VectorIndex:
             sims, coarse = self._product(query, n)
             mask = self._live[:n].copy()
             if project is not None:
-                code = self._project_codes.get(project)
+                code = self._project_codes.known(project)
                 if code is None:
                     return []
                 mask &= self._projects[:n] == code

@@ -159,7 +159,8 @@ def status(
     vs = data["vector_search"]
     t.add_row("vector search", "on" if vs["available"] else f"[bold red]OFF[/] ({vs['reason']})")
     kw = data.get("keyword_index") or {"state": "off"}
-    detail = f", {kw['rows']:,} rows, {kw['bytes'] / 2**20:.1f} MiB" if kw["state"] in ("ready", "drifted") else ""
+    rows = f"{kw['rows']:,} row" + ("" if kw["rows"] == 1 else "s")
+    detail = f", {rows}, {kw['bytes'] / 2**20:.1f} MiB" if kw["state"] in ("ready", "drifted") else ""
     t.add_row("keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)")
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)

@@ -10,8 +10,9 @@ means "everything changed" (the repair rebuild); the mirror then rebuilds from t
   id as its cursor, and builds the index (about a second per 20,000 memories). Until it is
   ready, recall uses FTS5 itself: same results, slower.
 - **Follow**: the thread polls the log every :data:`POLL_SECONDS` and applies what it finds
-  once writes pause (or :data:`BURST_ENTRIES` have piled up), so a burst of remembers is not
-  slowed by it; large deltas are merged into the base on the same thread.
+  once writes pause (or :data:`BURST_ENTRIES` have piled up), so a burst of remembers does
+  not share the CPU with it (searches meanwhile are FTS5's); large deltas are merged into the
+  base on the same thread.
 - **Read your writes**: a search first applies any log entries its own read snapshot can see
   (a remember followed at once by a recall finds it). If more than :data:`QUERY_CATCH_UP`
   are waiting, or the background thread is applying entries at that moment, the search
@@ -41,7 +42,7 @@ from signet.store.sqlite import sqlite3
 log = logging.getLogger(__name__)
 
 POLL_SECONDS = 0.1
-BURST_ENTRIES = 2048
+BURST_ENTRIES = 16_384
 QUERY_CATCH_UP = 64
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000

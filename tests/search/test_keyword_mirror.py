@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 
 from signet.search import keyword_mirror
 from signet.search.context import CONTEXT_WEIGHT, rebuild
-from signet.search.fts import quoted
+from signet.search.fts import match_of
 from signet.search.keyword_mirror import KeywordMirror, phrases_of
 from signet.search.keywords import KeywordIndex, Phrase
 from signet.search.tokens import tokens
@@ -55,13 +55,13 @@ def insert(conn: Any, content: str, source_id: str | None = "s1", project: str |
 
 
 def fts5(conn: Any, terms: list[tuple[str, bool]]) -> dict[int, float]:
-    match = " OR ".join(quoted(t, p) for t, p in terms)
+    match = match_of(terms)
     sql = f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) FROM memories_ctx_fts WHERE memories_ctx_fts MATCH ?"
     return {int(r[0]): float(r[1]) for r in conn.execute(sql, (match,))}
 
 
 def fts5_top(conn: Any, terms: list[tuple[str, bool]], k: int) -> list[tuple[int, float]]:
-    match = " OR ".join(quoted(t, p) for t, p in terms)
+    match = match_of(terms)
     sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
            " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, k))]

@@ -49,7 +49,7 @@ from signet.embedding.base import Vectors
 from signet.memory.content import parse_content
 from signet.models import RememberRequest
 from signet.search.context import CONTEXT_WEIGHT
-from signet.search.fts import quoted, recall_match_expression, recall_terms
+from signet.search.fts import match_of, recall_match_expression, recall_terms
 from signet.store.sqlite import sqlite3
 from signet.workspace import Workspace
 
@@ -328,21 +328,24 @@ def measure_recall(url: str, queries: list[tuple[str, str]], warmup: int, limit:
     }
 
 
+_FTS5_TOP = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
+             " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
+"""Recall's keyword query as FTS5 alone answers it: its best rows by BM25, no join."""
+
+
 def measure_fts(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
     """The raw FTS5 query alone: the MATCH expression and BM25 recall's keyword leg would send
     to FTS5 (``memories_ctx_fts``, content and thread context), top ``pool``, no join."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
     t = Timing()
     rows = 0
-    sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
-           " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
     try:
         for q in queries:
             match = recall_match_expression(q)
             if match is None:
                 continue
             t0 = time.perf_counter()
-            got = conn.execute(sql, (match, pool)).fetchall()
+            got = conn.execute(_FTS5_TOP, (match, pool)).fetchall()
             t.values_ms.append((time.perf_counter() - t0) * 1000)
             rows += len(got)
     finally:
@@ -366,8 +369,6 @@ def measure_keywords(db_path: Path, queries: list[str], pool: int) -> dict[str, 
         t0 = time.perf_counter()
         mirror.build()
         build_s = time.perf_counter() - t0
-        sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
-               " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
         for q in queries:
             terms = recall_terms(q)
             if not terms:
@@ -375,8 +376,8 @@ def measure_keywords(db_path: Path, queries: list[str], pool: int) -> dict[str, 
             t0 = time.perf_counter()
             got = db.read(lambda c, terms=terms: mirror.search(c, terms, pool))  # type: ignore[misc]
             t.values_ms.append((time.perf_counter() - t0) * 1000)
-            match = " OR ".join(quoted(x, p) for x, p in terms)
-            expected = db.read(lambda c, m=match: [(int(r[0]), float(r[1])) for r in c.execute(sql, (m, pool))])  # type: ignore[misc]
+            expected = db.read(lambda c, m=match_of(terms): [  # type: ignore[misc]
+                (int(r[0]), float(r[1])) for r in c.execute(_FTS5_TOP, (m, pool))])
             same += got == expected
         state = mirror.state()
     finally:

@@ -90,9 +90,11 @@ def recall_terms(text: str, drop: Collection[str] = ()) -> list[tuple[str, bool]
     return [stem(t) for t in kept or terms]
 
 
+def match_of(terms: list[tuple[str, bool]]) -> str | None:
+    """The FTS5 MATCH expression of (text, prefix) terms, OR-ed; None without terms."""
+    return " OR ".join(quoted(t, p) for t, p in terms) or None
+
+
 def recall_match_expression(text: str, drop: Collection[str] = ()) -> str | None:
     """The MATCH expression recall uses: :func:`recall_terms` as stem prefixes, OR-ed."""
-    terms = recall_terms(text, drop)
-    if not terms:
-        return None
-    return " OR ".join(quoted(t, p) for t, p in terms)
+    return match_of(recall_terms(text, drop))

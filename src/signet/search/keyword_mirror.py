@@ -97,6 +97,11 @@ def table_stats(conn: Any) -> tuple[int, int]:
     return values[0], sum(values[1:])
 
 
+def _last_id(conn: Any) -> int:
+    """The newest log entry's id (0 for an empty log)."""
+    return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0])
+
+
 def _row_data(r: Any) -> RowData:
     content, context = token_counts(r[1] or "", r[2] or "")
     return RowData(int(r[0]), content, context, r[3], r[4])
@@ -197,7 +202,7 @@ class KeywordMirror:
         self._ready.clear()
 
         def read(conn: Any) -> tuple[KeywordIndex, int, tuple[int, int]]:
-            cursor = int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0])
+            cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
             fresh.load(_row_data(r) for r in conn.execute(_ROWS))
             return fresh, cursor, table_stats(conn)
@@ -215,7 +220,7 @@ class KeywordMirror:
         log.info("keyword index ready: %d rows, %d postings", len(fresh), fresh.postings)
 
     def _backlog(self, conn: Any) -> int:
-        return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0]) - self._cursor
+        return _last_id(conn) - self._cursor
 
     def catch_up(self, conn: Any, limit: int, *, wait: bool = True, partial: bool = False) -> bool:
         """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``

@@ -78,8 +78,8 @@ class _Base:
     tf: npt.NDArray[np.float32]  # weighted term frequency: content count * w0 + context count * w1
 
 
-def _empty_base(terms: int = 0) -> _Base:
-    return _Base(np.zeros(terms + 1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
+def _empty_base() -> _Base:
+    return _Base(np.zeros(1, dtype=np.int64), np.zeros(0, dtype=np.int32), np.zeros(0, dtype=np.float32))
 
 
 class KeywordIndex:
@@ -268,25 +268,28 @@ class KeywordIndex:
             terms = len(self._term_id)
         try:
             new_base = _build(base, stale, gen, delta, terms)
-        except BaseException:
+            with self._lock:
+                self._swap_in(new_base, gen, taken)
+        finally:
             with self._lock:
                 self._merging = False
-            raise
-        with self._lock:
-            changed = np.flatnonzero(self._gen[: gen.size] != gen)
-            rest: dict[int, tuple[list[int], list[float], list[int]]] = {}
-            size = 0
-            for t, lists in self._delta.items():
-                n = taken.get(t, 0)
-                if len(lists[0]) > n:
-                    rest[t] = (lists[0][n:], lists[1][n:], lists[2][n:])
-                    size += len(lists[0]) - n
-            self._base, self._delta, self._delta_size = new_base, rest, size
-            self._stale[: self._rows] = False
-            self._stale[changed] = True
-            self._stale[gen.size : self._rows] = True  # rows first seen during the build
-            self._stale[: gen.size] |= ~self._live[: gen.size]
-            self._merging = False
+
+    def _swap_in(self, new_base: _Base, gen: Ints, taken: dict[int, int]) -> None:
+        """Install a merged base built from the delta's first ``taken`` entries per term at
+        generations ``gen`` (call with the lock)."""
+        changed = np.flatnonzero(self._gen[: gen.size] != gen)
+        rest: dict[int, tuple[list[int], list[float], list[int]]] = {}
+        size = 0
+        for t, lists in self._delta.items():
+            n = taken.get(t, 0)
+            if len(lists[0]) > n:
+                rest[t] = (lists[0][n:], lists[1][n:], lists[2][n:])
+                size += len(lists[0]) - n
+        self._base, self._delta, self._delta_size = new_base, rest, size
+        self._stale[: self._rows] = False
+        self._stale[changed] = True
+        self._stale[gen.size : self._rows] = True  # rows first seen during the build
+        self._stale[: gen.size] |= ~self._live[: gen.size]
 
     # -- search ----------------------------------------------------------------------------
     def _term_ids(self, phrase: Phrase) -> list[int]:

@@ -39,7 +39,7 @@ from signet.embedding.service import EmbeddingService
 from signet.memory.filters import MemoryFilter
 from signet.memory.records import load_tags, to_iso
 from signet.search.context import CONTEXT_WEIGHT
-from signet.search.fts import quoted, recall_terms
+from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.neighbours import context_cosines, thread_neighbours
@@ -75,12 +75,15 @@ def _submit(fn: Callable[[], T], parallel: bool) -> Future[T]:
 
 @dataclass(frozen=True)
 class _Keywords:
-    """A recall's keyword query: the FTS5 MATCH expression and the same terms as (text,
-    prefix) for the in-memory mirror; ``project`` is the one project the filters allow."""
+    """A recall's keyword query: its terms as (text, prefix) for the in-memory mirror, and
+    as an FTS5 MATCH expression; ``project`` is the one project the filters allow."""
 
-    match: str
     terms: list[tuple[str, bool]]
     project: str | None
+
+    @property
+    def match(self) -> str:
+        return match_of(self.terms) or ""
 
 
 @dataclass
@@ -156,19 +159,18 @@ class Recaller:
         named_time = query_window(query, flt.until)  # "last week" is relative to the request's until
         window = widened(named_time) if named_time is not None else None
         self.db.read(self.speakers.refresh)
-        terms = recall_terms(query, drop=self.speakers.dominant(project))
-        match = " OR ".join(quoted(t, p) for t, p in terms) or None
+        keywords = _Keywords(recall_terms(query, drop=self.speakers.dominant(project)), project)
         vec_ok, reason = self.vector_state()
         # alpha = 0 is a keyword-only request (legacy search): skip the vector leg entirely.
         want_vec = vec_ok and alpha > 0 and bool(query.strip())
         fts_job: Future[list[tuple[str, float]]] | None = None
-        if match is not None:
+        if keywords.terms:
             # With a vector leg to compute, the keyword leg runs on a pool thread meanwhile:
             # SQLite and torch both release the GIL, so on two cores the legs overlap
             # (docs/benchmarks.md, latency). Candidates are still added in the same order
             # (keyword hits first), so the ranking is exactly the sequential one.
             fts_job = _submit(lambda: self.db.read(lambda c: self._keyword_pools(
-                c, _Keywords(match, terms, project), where, params, pool, window, context=alpha > 0,
+                c, keywords, where, params, pool, window, context=alpha > 0,
                 selective=flt.is_narrowing())), want_vec)
         qvec = None
         if want_vec:

@@ -284,7 +284,7 @@ class PatchMemoryRequest(MemoryPatchFields):
     changed_by: ShortText | None = None
 
 
-ModifyStatus = Literal["updated", "unchanged", "not_found", "version_conflict", "duplicate", "deleted"]
+ModifyStatus = Literal["updated", "unchanged", "not_found", "forbidden", "version_conflict", "duplicate", "deleted"]
 
 
 class ModifyResult(BaseModel):

@@ -11,6 +11,8 @@ caller's Authorization header and peer address (signet.mcp.http), so they get th
 from __future__ import annotations
 
 import json
+from collections.abc import Iterator
+from dataclasses import replace
 from typing import Any
 from urllib.parse import parse_qs, urlsplit
 
@@ -26,8 +28,7 @@ from signet.errors import Forbidden, RateLimited, SignetError, Unauthorized
 from signet.memory.scope import UNSCOPED, ReadScope
 
 AGENT_FIELDS = ("agent_id", "agentId")
-# Writes whose body may name an owner: a scoped token's project/agent is filled in when absent.
-FILL_OWNER = ("/api/memory/remember", "/api/hooks/", "/api/ingest/")
+OWNER_FIELDS = frozenset((*AGENT_FIELDS, "project"))
 
 
 class AuthMiddleware:
@@ -94,7 +95,7 @@ class AuthMiddleware:
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
         if claims is not None:
-            rs, data = self._token_scope(st, claims, scope, data, query)
+            rs = self._token_scope(st, claims, data, query)
         else:
             rs = self._local_scope(st, data, query, header(scope, b"x-signet-agent"))
 
@@ -111,11 +112,6 @@ class AuthMiddleware:
             state["actor"] = claims.sub
         if body is None:
             return receive
-        if data is not None and isinstance(data, dict) and claims is not None:
-            body = json.dumps(data).encode()
-            scope["headers"] = [(k, v) for k, v in scope["headers"] if k != b"content-length"] + [
-                (b"content-length", str(len(body)).encode())
-            ]
         return replay(body, receive)
 
     def _local_scope(self, st: AuthState, data: Any, query: dict[str, list[str]], header: str | None) -> ReadScope:
@@ -130,34 +126,44 @@ class AuthMiddleware:
             return UNSCOPED
         return st.roster.scope_for(agent)
 
-    def _token_scope(
-        self, st: AuthState, claims: Claims, scope: Scope, data: Any, query: dict[str, list[str]]
-    ) -> tuple[ReadScope, Any]:
+    def _token_scope(self, st: AuthState, claims: Claims, data: Any, query: dict[str, list[str]]) -> ReadScope:
+        """A scoped token's scope: its project, and its agent for every write.
+
+        The front door refuses any owner field (``project``, ``agent_id``, ``agentId``) outside
+        the scope wherever it stands in the query or the JSON body, at any depth, so a route
+        added later with a new body shape cannot let one through. The memory and hook services
+        check again where the rows are (the owner a write gets, the rows it may change), and
+        fill the scope's own project and agent in when a write names none.
+        """
         ts = claims.scope
         if claims.role == "admin" or (ts.project is None and ts.agent is None):
-            return UNSCOPED, data
-        named_agents = [v for f in AGENT_FIELDS for v in query.get(f, [])]
-        named_projects = list(query.get("project", []))
-        items = [data] if isinstance(data, dict) else []
-        if isinstance(data, dict) and isinstance(data.get("items"), list):
-            items += [i for i in data["items"] if isinstance(i, dict)]
-        for item in items:
-            named_agents += [str(item[f]) for f in AGENT_FIELDS if item.get(f) is not None]
-            if item.get("project") is not None:
-                named_projects.append(str(item["project"]))
-        if ts.agent is not None and any(a != ts.agent for a in named_agents):
-            raise Forbidden("the token's scope does not cover that agent", reason="scope_mismatch")
-        if ts.project is not None and any(p != ts.project for p in named_projects):
-            raise Forbidden("the token's scope does not cover that project", reason="scope_mismatch")
-        path = scope.get("path", "")
-        if path.startswith(FILL_OWNER) and isinstance(data, dict):
-            targets = [i for i in items if i is not data] if path.endswith("/batch") else [data]
-            for item in targets:
-                if ts.agent is not None and not any(item.get(f) for f in AGENT_FIELDS):
-                    item["agent_id"] = ts.agent
-                if ts.project is not None and item.get("project") is None:
-                    item["project"] = ts.project
-        return st.roster.scope_for(ts.agent, ts.project), data
+            return UNSCOPED
+        rs = replace(st.roster.scope_for(ts.agent, ts.project), write_agent=ts.agent)
+        named = [(f, v) for f in OWNER_FIELDS for v in query.get(f, [])]
+        named += list(owner_fields(data))
+        for field, value in named:
+            if field == "project":
+                rs.check_project(value)
+            else:
+                rs.check_agent(value)
+        return rs
+
+
+def owner_fields(data: Any) -> Iterator[tuple[str, str]]:
+    """Every (owner field, value) pair in a decoded JSON document, at any depth.
+
+    Iterative, so a deeply nested body cannot exhaust the stack here. Non-string values are
+    given as their JSON text: an owner that is not a plain name is never in scope."""
+    stack = [data]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, dict):
+            for key, value in node.items():
+                if key in OWNER_FIELDS and value is not None:
+                    yield key, value if isinstance(value, str) else json.dumps(value)
+                stack.append(value)
+        elif isinstance(node, list):
+            stack.extend(node)
 
 
 def _first(query: dict[str, list[str]], names: tuple[str, ...]) -> str | None:

@@ -32,7 +32,7 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
 # (method, path template) -> permission. Method "*" is a mounted app (/mcp) and any path below it.
 ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("GET", "/health"): "none",
-    ("GET", "/api/status"): "none",
+    ("GET", "/api/status"): "diagnostics",
     ("GET", "/openapi.json"): "none",
     ("GET", "/docs"): "none",
     ("GET", "/docs/oauth2-redirect"): "none",

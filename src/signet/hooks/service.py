@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, Self, TypeVar
 
 from signet.config import HooksSettings
 from signet.hooks import store
@@ -47,6 +47,24 @@ from signet.store.database import Database
 log = logging.getLogger(__name__)
 
 Summarizer = Callable[[list[Turn]], str | None]
+
+
+class _Owned(Protocol):
+    @property
+    def agent_id(self) -> str | None: ...
+    @property
+    def project(self) -> str | None: ...
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self: ...
+
+
+_R = TypeVar("_R", bound=_Owned)
+
+
+def owned(req: _R, scope: ReadScope) -> tuple[_R, str]:
+    """The request with its owner settled by the caller's scope (named fields checked, absent
+    ones filled from a scoped token), and the agent the session's rows belong to."""
+    agent, project = scope.owner(req.agent_id, req.project)
+    return req.model_copy(update={"agent_id": agent, "project": project}), agent or scope.agent_id
 
 
 def format_memory(row: dict[str, Any]) -> str:
@@ -92,7 +110,7 @@ class HookService:
 
     # -- session start ---------------------------------------------------------------------
     def session_start(self, req: SessionStartRequest, *, scope: ReadScope = UNSCOPED) -> SessionStartResponse:
-        agent = req.agent_id or scope.agent_id
+        req, agent = owned(req, scope)
         budget = req.budget_tokens if req.budget_tokens is not None else self.session_budget
         if budget <= 0:
             return SessionStartResponse(context="", tokens=0, budget=0, sections=[], memory_ids=[], handoff_id=None)
@@ -161,7 +179,7 @@ class HookService:
     # -- prompt submit ---------------------------------------------------------------------
     def prompt_submit(self, req: PromptSubmitRequest, *, scope: ReadScope = UNSCOPED) -> PromptSubmitResponse:
         cfg = self.settings
-        agent = req.agent_id or scope.agent_id
+        req, agent = owned(req, scope)
         key = store.session_key(req.harness, req.session_id) if req.session_id else None
         turn = 0
         if key is not None:
@@ -240,7 +258,7 @@ class HookService:
         return transcript_file(self.root, harness, session_id)
 
     def session_end(self, req: SessionEndRequest, *, scope: ReadScope = UNSCOPED) -> SessionEndResponse:
-        agent = req.agent_id or scope.agent_id
+        req, agent = owned(req, scope)
         key = store.session_key(req.harness, req.session_id)
         turns = clean_turns([
             Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None)
@@ -300,13 +318,13 @@ class HookService:
         threading.Thread(target=run, name=f"signet-handoff-{key[:40]}", daemon=True).start()
 
     # -- remember / recall -----------------------------------------------------------------
-    def remember(self, req: HookRememberRequest, *, changed_by: str) -> RememberResponse:
+    def remember(self, req: HookRememberRequest, *, changed_by: str, scope: ReadScope = UNSCOPED) -> RememberResponse:
         body = RememberRequest(
             content=req.content, type=req.type, importance=req.importance, tags=req.tags, pinned=req.pinned,
             who=req.harness, project=req.project, agent_id=req.agent_id,
             source_type="hook", source_id=req.session_id,
         )
-        return self.memory.remember(body, changed_by=changed_by)
+        return self.memory.remember(body, changed_by=changed_by, scope=scope)
 
     def recall(self, req: HookRecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
         return self.memory.recall(RecallRequest(query=req.query, limit=req.limit), scope=scope)
@@ -318,17 +336,19 @@ class HookService:
             text += "\n\nThe user also asked: " + req.custom_instructions.strip()
         return PreCompactionResponse(instructions=text)
 
-    def compaction_complete(self, req: CompactionCompleteRequest, *, changed_by: str) -> CompactionCompleteResponse:
+    def compaction_complete(
+        self, req: CompactionCompleteRequest, *, changed_by: str, scope: ReadScope = UNSCOPED
+    ) -> CompactionCompleteResponse:
+        req, agent = owned(req, scope)
         saved = self.memory.remember(RememberRequest(
             content=f"Session summary ({req.harness}{', ' + req.project if req.project else ''}): {req.summary}",
             type=MemoryType.EPISODIC,
             importance=0.6, tags=["compaction", "session"], who=req.harness, project=req.project,
             agent_id=req.agent_id, source_type="compaction", source_id=req.session_id,
-        ), changed_by=changed_by)
+        ), changed_by=changed_by, scope=scope)
         hid = None
         if req.session_id:
             key = store.session_key(req.harness, req.session_id)
-            agent = req.agent_id or "default"
             hid = self.db.write(lambda c: store.upsert_handoff(
                 c, key, harness=req.harness, project=req.project, agent_id=agent, kind="compaction",
                 content=req.summary,

@@ -28,6 +28,7 @@ from signet.embedding.service import EmbeddingService
 from signet.errors import (
     ConfirmationRequired,
     Conflict,
+    Forbidden,
     InvalidRequest,
     MutationsFrozen,
     NotDeleted,
@@ -118,7 +119,8 @@ class MemoryService:
         return self.settings.memory.decay_rate
 
     # -- remember --------------------------------------------------------------------------
-    def _prepare(self, req: RememberRequest) -> dict[str, Any]:
+    def _prepare(self, req: RememberRequest, scope: ReadScope) -> dict[str, Any]:
+        agent, project = scope.owner(req.agent_id, req.project)  # Forbidden outside a token's scope
         parsed = parse_content(req.content)
         pinned = bool(req.pinned) or parsed.pinned
         tags = list(dict.fromkeys([*parsed.tags, *(req.tags or [])]))
@@ -135,12 +137,12 @@ class MemoryService:
             "tags": json.dumps(tags),
             "who": req.who,
             "why": req.why,
-            "project": req.project,
+            "project": project,
             "source_type": req.source_type,
             "source_id": req.source_id,
             "created_at": to_iso(req.created_at) if req.created_at is not None else now,
             "updated_at": now,
-            "agent_id": req.agent_id or "default",
+            "agent_id": agent or "default",
             "visibility": req.visibility.value if req.visibility is not None else "global",
         }
         for hook in self.prepare_hooks:
@@ -228,15 +230,21 @@ class MemoryService:
         )
 
     def remember(
-        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None
+        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
     ) -> RememberResponse:
-        return self.finish_remember(self.submit_remember(req, changed_by=changed_by, actor_type=actor_type).result())
+        fut = self.submit_remember(req, changed_by=changed_by, actor_type=actor_type, scope=scope)
+        return self.finish_remember(fut.result())
 
     def submit_remember(
-        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None
+        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
     ) -> Future[tuple[Any, bool]]:
-        """Queue the write and return its future, for async callers that await it without a thread."""
-        mem = self._prepare(req)
+        """Queue the write and return its future, for async callers that await it without a thread.
+
+        The owner (agent, project) comes from ``scope`` when the request names none, and a
+        named one outside a scoped token's reach is :class:`Forbidden` before anything is queued."""
+        mem = self._prepare(req, scope)
         return self.db.submit(lambda conn: self._insert(conn, mem, changed_by, actor_type))
 
     def finish_remember(self, outcome: tuple[Any, bool]) -> RememberResponse:
@@ -246,10 +254,12 @@ class MemoryService:
         return self._remember_response(row, deduped)
 
     def remember_batch(
-        self, items: list[RememberRequest], *, changed_by: str = "api", actor_type: str | None = None
+        self, items: list[RememberRequest], *, changed_by: str = "api", actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
     ) -> list[RememberResponse]:
-        """Many memories in one transaction: all are stored, or none are."""
-        mems = [self._prepare(r) for r in items]
+        """Many memories in one transaction: all are stored, or none are (one item outside the
+        caller's scope refuses the whole batch before anything is written)."""
+        mems = [self._prepare(r, scope) for r in items]
 
         def write(conn: Any) -> list[tuple[Any, bool]]:
             return [self._insert(conn, m, changed_by, actor_type) for m in mems]
@@ -390,6 +400,9 @@ class MemoryService:
         missing = [p.id for p in req.patches if not (p.reason or req.reason)]
         if missing:
             raise InvalidRequest("every patch needs a reason (per patch or request-level 'reason')", ids=missing)
+        for p in req.patches:  # a move out of a token's project refuses the request before any patch lands
+            if p.project is not None:
+                scope.check_project(p.project)
         who = req.changed_by or changed_by
         results = [self._apply_patch(p, p.reason or req.reason or "", who, actor_type, scope) for p in req.patches]
         return ModifyResponse(results=results, updated=sum(1 for r in results if r.status == "updated"))
@@ -409,6 +422,8 @@ class MemoryService:
                 f"memory '{memory_id}' is at version {result.currentVersion}, not {req.if_version}",
                 id=memory_id, currentVersion=result.currentVersion,
             )
+        if result.status == "forbidden":
+            raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
         if result.status == "duplicate":
             raise Conflict(
                 "another memory already has this content", code="duplicate", id=memory_id,
@@ -419,6 +434,9 @@ class MemoryService:
     def _apply_patch(
         self, p: ModifyPatch, reason: str, changed_by: str, actor_type: str | None, scope: ReadScope
     ) -> ModifyResult:
+        if p.project is not None:
+            scope.check_project(p.project)
+        writable = scope.writable()
         new_content = parse_content(p.content) if p.content is not None else None
         vector = None
         if new_content is not None:
@@ -438,6 +456,8 @@ class MemoryService:
             row = self._row(conn, p.id)
             if row is None or not scope.allows(row):
                 return ModifyResult(id=p.id, status="not_found", error="memory not found")
+            if not writable.allows(row):
+                return ModifyResult(id=p.id, status="forbidden", error="the memory belongs to another agent")
             if row["is_deleted"]:
                 return ModifyResult(id=p.id, status="deleted", currentVersion=row["version"],
                                     error="memory is deleted; recover it first")
@@ -521,7 +541,7 @@ class MemoryService:
     def _forget_candidates(self, req: ForgetRequest, scope: ReadScope) -> list[Any]:
         flt = MemoryFilter(
             type=req.type.value if req.type else None, tags=req.tags, who=req.who, source_type=req.source_type,
-            project=req.project, since=req.since, until=req.until, scope=scope,
+            project=req.project, since=req.since, until=req.until, scope=scope.writable(),
         )
         if not (req.ids or req.query or flt.is_narrowing()):
             raise InvalidRequest("say what to forget: ids, a query, or at least one filter")
@@ -594,6 +614,9 @@ class MemoryService:
             row = self._row(conn, memory_id)
             if row is None or not scope.allows(row) or (row["is_deleted"] and not force):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+            if not scope.writable().allows(row):
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id,
+                                reason="scope_mismatch")
             if if_version is not None and if_version != row["version"]:
                 raise VersionConflict(
                     f"memory '{memory_id}' is at version {row['version']}, not {if_version}",
@@ -649,6 +672,9 @@ class MemoryService:
             row = self._row(conn, memory_id)
             if row is None or not scope.allows(row):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+            if not scope.writable().allows(row):
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id,
+                                reason="scope_mismatch")
             if not row["is_deleted"]:
                 raise NotDeleted(f"memory '{memory_id}' is not deleted", id=memory_id, currentVersion=row["version"])
             deleted_at = datetime.fromisoformat(row["deleted_at"]) if row["deleted_at"] else None

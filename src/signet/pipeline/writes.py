@@ -24,6 +24,7 @@ from signet.embedding.base import EmbeddingError
 from signet.errors import SignetError
 from signet.memory.content import parse_content
 from signet.memory.records import record_history
+from signet.memory.scope import UNSCOPED
 from signet.memory.service import MemoryService
 from signet.models import ModifyPatch, ModifyRequest, RememberRequest
 from signet.pipeline import contradiction
@@ -182,7 +183,7 @@ class Writer:
         mem = svc._prepare(RememberRequest(
             content=p.fact.content, type=p.fact.type, project=source.project, agent_id=source.agent_id,
             source_type="pipeline", source_id=source.ref, importance=0.5,
-        ))
+        ), UNSCOPED)  # the daemon's own write: the owner was checked when the session was accepted
         row, deduped = svc._insert(conn, mem, ACTOR, "daemon")
         if deduped:
             meta["dedupedExistingId"] = row["id"]

@@ -76,8 +76,8 @@ def session_end(body: SessionEndRequest, hooks: HooksDep, scope: ScopeDep) -> Se
 
 
 @router.post("/remember", response_model=RememberResponse)
-def remember(body: HookRememberRequest, hooks: HooksDep, actor: ActorDep) -> RememberResponse:
-    return hooks.remember(body, changed_by=body.harness if actor in ("api", "cli") else actor)
+def remember(body: HookRememberRequest, hooks: HooksDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
+    return hooks.remember(body, changed_by=body.harness if actor in ("api", "cli") else actor, scope=scope)
 
 
 @router.post("/recall", response_model=RecallResponse)
@@ -91,5 +91,7 @@ def pre_compaction(body: PreCompactionRequest, hooks: HooksDep) -> PreCompaction
 
 
 @router.post("/compaction-complete", response_model=CompactionCompleteResponse)
-def compaction_complete(body: CompactionCompleteRequest, hooks: HooksDep, actor: ActorDep) -> CompactionCompleteResponse:
-    return hooks.compaction_complete(body, changed_by=body.harness if actor in ("api", "cli") else actor)
+def compaction_complete(
+    body: CompactionCompleteRequest, hooks: HooksDep, actor: ActorDep, scope: ScopeDep
+) -> CompactionCompleteResponse:
+    return hooks.compaction_complete(body, changed_by=body.harness if actor in ("api", "cli") else actor, scope=scope)

@@ -50,12 +50,6 @@ Limit = Annotated[int, Query(ge=1, le=200)]
 Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 
 
-def _own_agent(req: RememberRequest, scope_agent: str, scoped: bool) -> RememberRequest:
-    if scoped and req.agent_id is None:
-        return req.model_copy(update={"agent_id": scope_agent})
-    return req
-
-
 @router.post("/api/memory/remember", response_model=RememberResponse)
 async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
     """Store a memory. Returns at once; the vector is computed in the background.
@@ -64,8 +58,7 @@ async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, 
     """
     # Async on purpose: the write is awaited on the writer thread's future, so a remember
     # costs no worker-thread hop (remember throughput is what importers and hooks feel).
-    body = _own_agent(body, scope.agent_id, scope.policy != "all")
-    fut = runtime.service.submit_remember(body, changed_by=body.who or actor)
+    fut = runtime.service.submit_remember(body, changed_by=body.who or actor, scope=scope)
     return runtime.service.finish_remember(await asyncio.wrap_future(fut))
 
 
@@ -74,8 +67,7 @@ def remember_batch(
     body: RememberBatchRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep
 ) -> RememberBatchResponse:
     """Store many memories in one transaction (importers): all or nothing."""
-    items = [_own_agent(i, scope.agent_id, scope.policy != "all") for i in body.items]
-    results = runtime.service.remember_batch(items, changed_by=actor)
+    results = runtime.service.remember_batch(body.items, changed_by=actor, scope=scope)
     deduped = sum(1 for r in results if r.deduped)
     return RememberBatchResponse(results=results, created=len(results) - deduped, deduped=deduped)
 

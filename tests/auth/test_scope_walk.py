@@ -402,3 +402,39 @@ def test_status_is_not_public_in_team_mode(env: tuple[Runtime, TestClient, dict[
     assert ids["__ws__"] not in health.text
     assert set(health.json()) <= {"status", "proof"}, health.json()
 
+
+
+def _mcp(c: TestClient, headers: dict[str, str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+    r = c.post("/mcp", headers={**MCP_HEADERS, **headers}, json={
+        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    if r.status_code == 403:
+        return {"refused": r.json()}
+    assert r.status_code == 200, r.text
+    result: dict[str, Any] = r.json()["result"]
+    return result
+
+
+def test_mcp_tool_calls_stay_in_scope(env: tuple[Runtime, TestClient, dict[str, str]]) -> None:
+    """/mcp is a mounted app outside the OpenAPI schema: its write tools are walked here."""
+    rt, c, ids = env
+    ws = Workspace(Path(ids["__ws__"]))
+    project = bearer(token_for(ws, "agent", project="alpha"))
+    agent = bearer(token_for(ws, "agent", agent="alice"))
+    cases = [
+        (project, "memory_store", {"content": "mcp beta fact", "project": "beta"}),
+        (project, "memory_modify", {"id": ids["own"], "reason": "x", "fields": {"project": "beta"}}),
+        (agent, "memory_store", {"content": "mcp fact as alice", "project": "alpha"}),  # in scope: stored as alice
+        (agent, "memory_modify", {"id": ids["foreign-agent"], "reason": "x", "fields": {"content": "taken"}}),
+        (agent, "memory_forget", {"id": ids["foreign-agent"], "reason": "x"}),
+        (agent, "memory_recover", {"id": ids["deleted-foreign"], "reason": "x"}),
+    ]
+    for headers, name, arguments in cases:
+        before = snapshot(rt)
+        out = _mcp(c, headers, name, arguments)
+        if arguments.get("content") == "mcp fact as alice":
+            assert not out.get("isError") and "refused" not in out, out
+            stored = rt.service.get(out["structuredContent"]["id"])
+            assert (stored.agent_id, stored.project) == ("alice", "alpha"), stored
+            continue
+        assert "refused" in out or out.get("isError") is True, (name, arguments, out)
+        assert snapshot(rt) == before, (name, arguments)

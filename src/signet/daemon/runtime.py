@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from signet.config import Settings
+from signet.daemon.condition import Condition
 from signet.daemon.watcher import IdentityWatcher
 from signet.embedding.service import EmbeddingService
 from signet.hooks.recovery import recover as recover_transcripts
@@ -43,6 +44,8 @@ class Runtime:
         self.retention = RetentionWorker(self.db, self.settings.retention)
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
+        self.condition = Condition()
+        """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
         self.extras: dict[str, Any] = {}

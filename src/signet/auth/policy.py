@@ -1,7 +1,8 @@
 """The permission matrix and the ONE table mapping every route to its permission.
 
-Permissions follow the spec's API table. ``none`` routes are public (health, status, the
-static dashboard, whoami). ``local`` routes (config, identity, harness files) are open to
+Permissions follow the spec's API table, except that ``/api/status`` needs ``diagnostics``
+(it names the workspace path and pid). ``none`` routes are public (health, the static
+dashboard, whoami). ``local`` routes (config, identity, harness files) are open to
 local callers and need ``admin`` from a token. A route missing from :data:`ROUTE_PERMISSIONS`
 needs ``admin`` (fail closed), and tests/auth fails when any app route lacks an entry.
 """

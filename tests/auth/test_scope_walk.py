@@ -28,8 +28,8 @@ from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
 from signet.errors import Forbidden
 from signet.hooks.models import SessionEndRequest, SessionStartRequest
-from signet.memory.scope import ReadScope
 from signet.models import ModifyPatch, ModifyRequest, RecoverRequest, RememberRequest
+from signet.store.scope import ReadScope
 from signet.workspace import Workspace, setup_workspace
 from tests.auth.conftest import bearer, token_for
 from tests.conftest import start_runtime, write_config

@@ -12,7 +12,7 @@ from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
 from signet.daemon.runtime import Runtime
-from signet.search import context
+from signet.store import thread_context as context
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 

@@ -10,7 +10,7 @@ from typing import Any
 import httpx
 from mcp import Client
 
-from signet.mcp.feedback import FeedbackRequest
+from signet.memory.feedback import FeedbackRequest
 from signet.models import MemoryPatchFields, RecallRequest, RememberRequest
 from tests.conftest import DaemonProcess
 from tests.mcp.conftest import run

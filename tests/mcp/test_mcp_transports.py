@@ -17,7 +17,7 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
-from signet.mcp.feedback import FEEDBACK_SCHEMA
+from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from tests.conftest import DaemonProcess, free_port
 from tests.mcp.conftest import quiet_workspace, run, stdio_params
 

@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from signet.hooks.models import SessionStartResponse
-from signet.mcp.feedback import FeedbackList
+from signet.memory.feedback import FeedbackList
 from signet.models import Memory, MemoryList, RecallResponse, RememberResponse, StatusResponse
 from signet.sdk import (
     AsyncSignetClient,

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from signet.search.context import context_of, rebuild
 from signet.search.rank import boost_named, mentioned_who
 from signet.store.migrations import MIGRATIONS, migrate
 from signet.store.sqlite import sqlite3
+from signet.store.thread_context import context_of, rebuild
 
 
 def _db() -> Any:

@@ -17,7 +17,6 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from signet.search import keyword_mirror
-from signet.search.context import CONTEXT_WEIGHT, rebuild
 from signet.search.fts import match_of
 from signet.search.keyword_mirror import KeywordMirror, phrases_of
 from signet.search.keywords import KeywordIndex, Phrase
@@ -25,6 +24,7 @@ from signet.search.tokens import tokens
 from signet.store.database import Database
 from signet.store.migrations import MIGRATIONS
 from signet.store.sqlite import sqlite3
+from signet.store.thread_context import CONTEXT_WEIGHT, rebuild
 
 WORDS = ["road", "trip", "climb", "climbing", "climbs", "woodhaven", "postgres", "deploy", "thursday", "cafe",
          "Café", "naïve", "über", "x_y", "42", "2023", "ship", "shipping", "review", "merge", "the", "Straße"]

@@ -7,8 +7,8 @@ from datetime import UTC, datetime
 from typing import Any
 
 from signet.config import Settings
-from signet.memory.scope import UNSCOPED, ReadScope
 from signet.store.database import Database
+from signet.store.scope import UNSCOPED, ReadScope
 
 DEFAULT_AGENT = "default"
 

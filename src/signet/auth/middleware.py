@@ -25,7 +25,7 @@ from signet.auth.policy import role_allows, route_permission
 from signet.auth.state import AuthContext, AuthState, auth_state, is_loopback
 from signet.auth.tokens import Claims
 from signet.errors import Forbidden, RateLimited, SignetError, Unauthorized
-from signet.memory.scope import UNSCOPED, ReadScope
+from signet.store.scope import UNSCOPED, ReadScope
 
 AGENT_FIELDS = ("agent_id", "agentId")
 OWNER_FIELDS = frozenset((*AGENT_FIELDS, "project"))

@@ -48,9 +48,9 @@ from signet.bench.metrics import percentile
 from signet.embedding.base import Vectors
 from signet.memory.content import parse_content
 from signet.models import RememberRequest
-from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import match_of, recall_match_expression, recall_terms
 from signet.store.sqlite import sqlite3
+from signet.store.thread_context import CONTEXT_WEIGHT
 from signet.workspace import Workspace
 
 CORPUS_VERSION = 1

@@ -12,7 +12,7 @@ from typing import Annotated
 from fastapi import Depends, Header, Request
 
 from signet.daemon.runtime import Runtime
-from signet.memory.scope import UNSCOPED, ReadScope
+from signet.store.scope import UNSCOPED, ReadScope
 
 
 async def get_runtime(request: Request) -> Runtime:

@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
 from signet.config import HooksSettings
-from signet.hooks import store
 from signet.hooks.budget import Section, assemble, estimate_tokens, fit_text
 from signet.hooks.identity import HEADER, identity_sections, read_identity
 from signet.hooks.models import (
@@ -35,14 +34,16 @@ from signet.hooks.models import (
 )
 from signet.hooks.texts import PRE_COMPACTION
 from signet.hooks.transcripts import transcript_file, write_transcript
-from signet.ingest.base import Turn, clean_turns
-from signet.memory.filters import MemoryFilter
-from signet.memory.records import to_iso
-from signet.memory.scope import UNSCOPED, ReadScope
+from signet.ingest.base import clean_turns
 from signet.memory.service import MemoryService
 from signet.models import MemoryType, RecallRequest, RecallResponse, RememberRequest, RememberResponse
 from signet.search.fts import query_terms
+from signet.store import sessions as store
 from signet.store.database import Database
+from signet.store.filters import MemoryFilter
+from signet.store.records import to_iso
+from signet.store.scope import UNSCOPED, ReadScope
+from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
 

@@ -10,20 +10,11 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, Protocol
 
+from signet.transcript import Turn
+
 # Roles kept in the memory surface: the human/agent exchange. Notes are prose documents
 # (markdown, plain text) that have no speakers.
 ROLES = ("user", "assistant", "note")
-
-
-@dataclass(frozen=True)
-class Turn:
-    role: str
-    content: str
-    timestamp: str | None = None
-    """ISO-8601 UTC, when the source says when the turn happened."""
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"role": self.role, "content": self.content, "timestamp": self.timestamp}
 
 
 @dataclass
@@ -159,8 +150,3 @@ def clean_turns(turns: list[Turn]) -> list[Turn]:
         else:
             out.append(Turn(t.role, content, t.timestamp))
     return out
-
-
-def render_transcript(turns: list[Turn]) -> str:
-    """The transcript as plain text (``role: content`` blocks), for humans and LLMs."""
-    return "\n\n".join(f"{t.role}: {t.content}" for t in turns)

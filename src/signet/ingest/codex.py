@@ -12,15 +12,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from signet.ingest.base import (
-    Transcript,
-    Turn,
-    first_json,
-    harness_transcript,
-    jsonl_records,
-    normalize_time,
-    text_of,
-)
+from signet.ingest.base import Transcript, first_json, harness_transcript, jsonl_records, normalize_time, text_of
+from signet.transcript import Turn
 
 NAME = "codex"
 BOILERPLATE = ("<environment_context>", "<user_instructions>", "# AGENTS.md instructions")

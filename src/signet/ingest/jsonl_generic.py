@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns, jsonl_records, normalize_time, text_of
+from signet.ingest.base import Transcript, clean_turns, jsonl_records, normalize_time, text_of
+from signet.transcript import Turn
 
 NAME = "jsonl"
 ROLE_MAP = {

@@ -8,8 +8,9 @@ import itertools
 import re
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns
+from signet.ingest.base import Transcript, clean_turns
 from signet.ingest.text import speaker_turns
+from signet.transcript import Turn
 
 NAME = "markdown"
 HEADING = re.compile(r"^(#{1,3})\s+(.+?)\s*$", re.MULTILINE)

@@ -10,15 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from signet.ingest.base import (
-    Transcript,
-    Turn,
-    first_json,
-    harness_transcript,
-    jsonl_records,
-    normalize_time,
-    text_of,
-)
+from signet.ingest.base import Transcript, first_json, harness_transcript, jsonl_records, normalize_time, text_of
+from signet.transcript import Turn
 
 NAME = "openclaw"
 

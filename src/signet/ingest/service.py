@@ -6,9 +6,9 @@ import hashlib
 from dataclasses import dataclass
 from typing import Any
 
-from signet.hooks import store
-from signet.ingest.base import Turn
+from signet.store import sessions as store
 from signet.store.database import Database
+from signet.transcript import Turn
 
 
 @dataclass

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from signet.ingest.base import Transcript, Turn, clean_turns, normalize_time
+from signet.ingest.base import Transcript, clean_turns, normalize_time
+from signet.transcript import Turn
 
 NAME = "text"
 SPEAKERS = {"user": "user", "human": "user", "me": "user", "assistant": "assistant", "ai": "assistant",

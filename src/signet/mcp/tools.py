@@ -31,7 +31,7 @@ from pydantic_core import PydanticUndefined
 from signet import __version__
 from signet.errors import InvalidRequest, NotFound, RateLimited, SignetError
 from signet.hooks.models import IdentityName
-from signet.mcp.feedback import FeedbackRequest, FeedbackResponse
+from signet.memory.feedback import FeedbackRequest, FeedbackResponse
 from signet.models import (
     ForgetRequest,
     ForgetResponse,

@@ -22,9 +22,9 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from signet.config import RetentionSettings
-from signet.memory.records import to_iso
 from signet.search.keyword_mirror import LOG_KEEP
 from signet.store.database import Database
+from signet.store.records import to_iso
 
 log = logging.getLogger(__name__)
 

@@ -37,9 +37,6 @@ from signet.errors import (
     VersionConflict,
 )
 from signet.memory.content import infer_type, parse_content
-from signet.memory.filters import MemoryFilter
-from signet.memory.records import load_tags, memory_from_row, now_iso, record_history, to_iso
-from signet.memory.scope import UNSCOPED, ReadScope
 from signet.models import (
     DeleteResponse,
     EmbeddingExport,
@@ -72,6 +69,9 @@ from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
+from signet.store.filters import MemoryFilter
+from signet.store.records import load_tags, memory_from_row, now_iso, record_history, to_iso
+from signet.store.scope import UNSCOPED, ReadScope
 
 log = logging.getLogger(__name__)
 

@@ -11,11 +11,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from signet.memory.scope import UNSCOPED, ReadScope
 from signet.memory.service import MemoryService
 from signet.models import RecallRequest
 from signet.pipeline.extraction import Fact, parse_json_object, render
 from signet.pipeline.llm.base import RecordingLlm
+from signet.store.scope import UNSCOPED, ReadScope
 
 ACTIONS = ("add", "update", "delete", "none")
 

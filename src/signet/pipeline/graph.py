@@ -14,8 +14,8 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-from signet.memory.records import now_iso
 from signet.pipeline.extraction import EntityTriple
+from signet.store.records import now_iso
 
 _WORD = re.compile(r"[\w][\w.+#-]*", re.UNICODE)
 MAX_NGRAM = 4

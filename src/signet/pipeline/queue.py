@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-from signet.memory.records import now_iso
+from signet.store.records import now_iso
 
 JOB_TYPES = ("extract", "document_ingest")
 LIVE = ("pending", "leased")

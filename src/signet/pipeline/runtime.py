@@ -19,7 +19,7 @@ LINK_NAMES = "link_names"
 
 if TYPE_CHECKING:
     from signet.daemon.runtime import Runtime
-    from signet.ingest.base import Turn
+    from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
 

@@ -35,7 +35,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from signet.config import PipelineSettings
-from signet.memory.scope import ReadScope
 from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.decision import Proposal, decide
@@ -50,6 +49,7 @@ from signet.pipeline.extraction import (
 )
 from signet.pipeline.llm.base import LlmError, RecordingLlm
 from signet.pipeline.writes import Source, Writer
+from signet.store.scope import ReadScope
 
 log = logging.getLogger(__name__)
 

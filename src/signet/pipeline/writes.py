@@ -23,12 +23,12 @@ from signet.config import PipelineSettings
 from signet.embedding.base import EmbeddingError
 from signet.errors import SignetError
 from signet.memory.content import parse_content
-from signet.memory.records import record_history
-from signet.memory.scope import UNSCOPED
 from signet.memory.service import MemoryService
 from signet.models import ModifyPatch, ModifyRequest, RememberRequest
 from signet.pipeline import contradiction
 from signet.pipeline.decision import Proposal
+from signet.store.records import record_history
+from signet.store.scope import UNSCOPED
 
 log = logging.getLogger(__name__)
 

@@ -29,7 +29,7 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
-from signet.mcp.feedback import FeedbackList, FeedbackRequest, FeedbackResponse
+from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse
 from signet.models import (
     DeleteResponse,
     ForgetRequest,

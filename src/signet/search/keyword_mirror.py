@@ -1,6 +1,6 @@
 """Keeps the in-memory keyword index (signet.search.keywords) in step with ``memories_ctx_fts``.
 
-The table is written only by triggers on ``memories`` (signet.search.context), and since
+The table is written only by triggers on ``memories`` (signet.store.thread_context), and since
 migration 10 those triggers also log every row they write in ``keyword_changes``. So the
 mirror never has to know *why* a row changed (a new turn rewrote its neighbours' context,
 an edit, a forget, a thread move, a purge): it replays the log. ``seq`` NULL in the log
@@ -33,11 +33,11 @@ import threading
 from typing import Any
 
 from signet.models import KeywordIndexState
-from signet.search.context import CONTEXT_WEIGHT
 from signet.search.keywords import KeywordIndex, Phrase, RowData
 from signet.search.tokens import token_counts, tokens
 from signet.store.database import Database
 from signet.store.sqlite import sqlite3
+from signet.store.thread_context import CONTEXT_WEIGHT
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """Conversation context for the vector leg: a turn is also judged with the turns around it.
 
 The keyword leg already indexes each memory with its thread's neighbouring text
-(signet.search.context). The vector leg gets the same idea without a second embedding per
+(signet.store.thread_context). The vector leg gets the same idea without a second embedding per
 memory: at query time, for each candidate, the vectors of the memory just before it and just
 after it in the same thread are read from the index and combined,
 
@@ -25,8 +25,8 @@ from typing import Any
 import numpy as np
 
 from signet.embedding.base import Vectors
-from signet.search.context import same_thread
 from signet.search.vectors import VectorIndex
+from signet.store.thread_context import same_thread
 
 VECTOR_CONTEXT_WEIGHT = 0.6
 """Share of the context cosine in a candidate's vector score."""

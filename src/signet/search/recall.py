@@ -36,9 +36,6 @@ from typing import Any, TypeVar
 from signet.config import Settings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
-from signet.memory.filters import MemoryFilter
-from signet.memory.records import load_tags, to_iso
-from signet.search.context import CONTEXT_WEIGHT
 from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
@@ -48,6 +45,9 @@ from signet.search.speakers import SpeakerNames
 from signet.search.timeframe import query_window, widened
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
+from signet.store.filters import MemoryFilter
+from signet.store.records import load_tags, to_iso
+from signet.store.thread_context import CONTEXT_WEIGHT
 
 T = TypeVar("T")
 
@@ -272,7 +272,7 @@ class Recaller:
         self, conn: Any, query: _Keywords, where: str, params: list[Any], pool: int, *, context: bool = True,
         selective: bool = False, window: tuple[datetime, datetime] | None = None,
     ) -> list[tuple[str, float]]:
-        """BM25 keyword pool; with ``context`` over content + thread context (signet.search.context),
+        """BM25 keyword pool; with ``context`` over content + thread context (signet.store.thread_context),
         from the in-memory mirror of that index when it can answer, else from FTS5."""
         if context and self.keywords is not None:
             between = (window[0].timestamp(), window[1].timestamp()) if window is not None else None

@@ -18,7 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from signet.memory.decay import sql_decay
+from signet.store.decay import sql_decay
 from signet.store.migrations import migrate
 from signet.store.sqlite import sqlite3
 

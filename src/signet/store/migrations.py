@@ -18,12 +18,12 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from signet.auth.schema import AUTH_SCHEMA
-from signet.hooks.schema import HOOKS_SCHEMA
-from signet.mcp.feedback import FEEDBACK_SCHEMA
-from signet.pipeline.schema import PIPELINE_SCHEMA
-from signet.search.context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
+from signet.store.schema_auth import AUTH_SCHEMA
+from signet.store.schema_feedback import FEEDBACK_SCHEMA
+from signet.store.schema_hooks import HOOKS_SCHEMA
+from signet.store.schema_pipeline import PIPELINE_SCHEMA
 from signet.store.sqlite import sqlite3
+from signet.store.thread_context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 from signet.auth.state import AuthContext, auth_state, revoke
 from signet.auth.tokens import Role, issue
 from signet.daemon.deps import RuntimeDep
-from signet.memory.scope import UNSCOPED, ReadScope
+from signet.store.scope import UNSCOPED, ReadScope
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 

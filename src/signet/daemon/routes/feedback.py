@@ -7,7 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Query
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
-from signet.mcp.feedback import FeedbackList, FeedbackRequest, FeedbackResponse, list_feedback, record_feedback
+from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse, list_feedback, record_feedback
 from signet.models import ErrorResponse
 
 router = APIRouter(tags=["feedback"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},

@@ -8,10 +8,10 @@ from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep, ScopeDep
-from signet.ingest.base import Turn
 from signet.ingest.service import ingest_transcript
-from signet.memory.records import to_iso
 from signet.models import MAX_CONTENT_CHARS, ErrorResponse, ShortText, StrictModel, UtcDatetime
+from signet.store.records import to_iso
+from signet.transcript import Turn
 
 router = APIRouter(tags=["ingest"], responses={400: {"model": ErrorResponse}, 422: {"model": ErrorResponse}})
 

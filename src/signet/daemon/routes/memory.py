@@ -10,7 +10,6 @@ from starlette.concurrency import run_in_threadpool
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.errors import InvalidRequest
-from signet.memory.filters import MemoryFilter
 from signet.models import (
     MAX_QUERY_CHARS,
     DeleteResponse,
@@ -36,6 +35,7 @@ from signet.models import (
     RememberResponse,
     UtcDatetime,
 )
+from signet.store.filters import MemoryFilter
 
 ERRORS: dict[int | str, dict[str, object]] = {
     400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},

@@ -9,7 +9,7 @@ from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
 from signet.models import ErrorResponse, StrictModel
-from signet.search import context
+from signet.store import thread_context as context
 from signet.store.sqlite import sqlite3
 
 router = APIRouter(tags=["repair"], responses={422: {"model": ErrorResponse}})

@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from signet.config import ExtractionSettings
-from signet.memory.records import now_iso
+from signet.store.records import now_iso
 
 KEEP_CALLS = 10_000
 PRUNE_EVERY = 500

@@ -11,7 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from signet.ingest.base import Turn, render_transcript
+from signet.transcript import Turn, render_transcript
 
 
 def now_iso() -> str:

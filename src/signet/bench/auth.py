@@ -1,4 +1,4 @@
-"""Cost of the auth layer per request: ``python -m signet.auth.bench [N]``.
+"""Cost of the auth layer per request: ``python -m signet.bench.auth [N]``.
 
 The same in-process request (``GET /api/memories?limit=1`` on the real app and a real SQLite
 file) in ``local`` mode (Host check only) and ``team`` mode (token verify, revocation lookup,

@@ -18,24 +18,9 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, Field, model_validator
 
 from signet.errors import NotFound
-from signet.memory.records import now_iso
-from signet.memory.scope import UNSCOPED, ReadScope
 from signet.models import ShortText, StrictModel
-
-FEEDBACK_SCHEMA = """
-CREATE TABLE IF NOT EXISTS agent_feedback (
-    id TEXT PRIMARY KEY,
-    memory_id TEXT NOT NULL,
-    session_id TEXT NOT NULL,
-    feedback_type TEXT NOT NULL CHECK (feedback_type IN ('positive', 'negative', 'correction')),
-    correction_text TEXT,
-    actor TEXT NOT NULL,
-    agent_id TEXT NOT NULL DEFAULT 'default',
-    created_at TEXT NOT NULL
-);
-CREATE INDEX IF NOT EXISTS idx_agent_feedback_session ON agent_feedback(session_id, created_at);
-CREATE INDEX IF NOT EXISTS idx_agent_feedback_memory ON agent_feedback(memory_id, created_at);
-"""
+from signet.store.records import now_iso
+from signet.store.scope import UNSCOPED, ReadScope
 
 FeedbackType = Literal["positive", "negative", "correction"]
 MemoryRef = Annotated[str, Field(min_length=1, max_length=200)]

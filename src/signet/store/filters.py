@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from signet.memory.records import to_iso
-from signet.memory.scope import UNSCOPED, ReadScope
+from signet.store.records import to_iso
+from signet.store.scope import UNSCOPED, ReadScope
 
 
 @dataclass

@@ -7,8 +7,8 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
-from signet.memory.decay import effective_importance
 from signet.models import Memory
+from signet.store.decay import effective_importance
 
 
 def now_iso() -> str:

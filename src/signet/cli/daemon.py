@@ -13,8 +13,9 @@ from typing import Annotated
 
 import typer
 
+from signet.address import base_url, resolve_address
 from signet.cli.app import app
-from signet.cli.client import DaemonClient, base_url, resolve_address
+from signet.cli.client import DaemonClient
 from signet.errors import DaemonUnavailable, SignetError
 from signet.workspace import Workspace
 

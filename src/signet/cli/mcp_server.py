@@ -6,8 +6,8 @@ from typing import Annotated
 
 import typer
 
+from signet.address import base_url
 from signet.cli.app import app
-from signet.cli.client import base_url
 
 
 @app.command("mcp")

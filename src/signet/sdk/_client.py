@@ -33,7 +33,7 @@ STALE_CONNECTION = (httpx.RemoteProtocolError, httpx.ReadError, httpx.WriteError
 
 
 def _default_url() -> str:
-    from signet.cli.client import base_url  # SIGNET_HOST/SIGNET_PORT, then agent.yaml, then 127.0.0.1:3850
+    from signet.address import base_url  # SIGNET_HOST/SIGNET_PORT, then agent.yaml, then 127.0.0.1:3850
 
     return base_url()
 

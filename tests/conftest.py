@@ -30,7 +30,7 @@ import yaml
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 from tests.auth.conftest import bearer, token_for
 from tests.conftest import start_runtime, write_config

@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from signet.auth.policy import ROLE_PERMISSIONS, ROUTE_PERMISSIONS, role_allows, route_permission
 from signet.auth.tokens import ROLES
 from signet.daemon.app import create_app, iter_routes
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, expired_token, forged_token, token_for
 from tests.conftest import start_runtime

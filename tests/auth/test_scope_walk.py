@@ -25,10 +25,10 @@ from hypothesis import strategies as st
 
 from signet.auth.policy import role_allows, route_permission
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
 from signet.errors import Forbidden
 from signet.hooks.models import SessionEndRequest, SessionStartRequest
 from signet.models import ModifyPatch, ModifyRequest, RecoverRequest, RememberRequest
+from signet.runtime import Runtime
 from signet.store.scope import ReadScope
 from signet.workspace import Workspace, setup_workspace
 from tests.auth.conftest import bearer, token_for
@@ -372,10 +372,9 @@ def test_memory_service_enforces_the_write_scope_itself(env: tuple[Runtime, Test
 
 
 def test_hook_service_enforces_the_write_scope_itself(env: tuple[Runtime, TestClient, dict[str, str]]) -> None:
-    from signet.daemon.routes.hooks import hook_service
 
     rt, _c, _ids = env
-    hooks = hook_service(rt)
+    hooks = rt.hooks
     before = snapshot(rt)
     with pytest.raises(Forbidden):
         hooks.session_end(SessionEndRequest(harness="claude-code", session_id="s1", project="beta",

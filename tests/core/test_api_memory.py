@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 
 
 def remember(api: TestClient, content: str, **kw: Any) -> dict[str, Any]:

@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 
 
 def test_healthy_then_degraded_signals(api: TestClient, runtime: Runtime) -> None:

@@ -14,11 +14,11 @@ import pytest
 
 from signet.config import EmbeddingSettings
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
 from signet.embedding.base import EmbeddingError
 from signet.embedding.remote import OllamaEmbedder, OpenAIEmbedder
 from signet.embedding.service import QueryEmbeddingPaused
 from signet.models import ModifyPatch, ModifyRequest, RecallRequest, RememberRequest
+from signet.runtime import Runtime
 from signet.sdk import AsyncSignetClient
 from signet.workspace import Workspace
 from tests.conftest import start_runtime, write_config

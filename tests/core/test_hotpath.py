@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from signet.daemon.app import create_app
 from signet.daemon.hotpath import HotPath
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 

@@ -11,7 +11,7 @@ import httpx
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.store import thread_context as context
 from signet.workspace import Workspace
 from tests.conftest import start_runtime

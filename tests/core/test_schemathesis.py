@@ -14,8 +14,8 @@ from hypothesis import HealthCheck, settings
 from schemathesis.checks import not_a_server_error
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
 from signet.models import RememberRequest
+from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 
 # The schema is read from the app when the module is collected; the runtime behind the app

@@ -11,9 +11,9 @@ import pytest
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
 from signet.hooks.budget import estimate_tokens
 from signet.hooks.transcripts import transcript_file, write_transcript
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 
@@ -217,9 +217,8 @@ def test_bad_input_is_a_clear_4xx(api: TestClient, event: str, body: dict[str, A
 def test_a_configured_summarizer_replaces_the_fallback_handoff(api: TestClient, runtime: Runtime) -> None:
     import time
 
-    from signet.daemon.routes.hooks import hook_service
 
-    svc = hook_service(runtime)
+    svc = runtime.hooks
     svc.summarizer = lambda turns: f"Summary of {len(turns)} turns: billing moved to PostgreSQL; exporter next."
     try:
         post(api, "session-end", harness="claude-code", session_id="sum-1", project="ledger", turns=TURNS)

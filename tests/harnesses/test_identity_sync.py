@@ -12,10 +12,10 @@ import pytest
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
-from signet.daemon.watcher import commit_message, relevant
 from signet.harnesses import install as ops
+from signet.hooks.watcher import commit_message, relevant
 from signet.models import RememberRequest
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 
 GIT_ID = ["-c", "user.name=t", "-c", "user.email=t@example.com"]
@@ -92,7 +92,7 @@ def test_watcher_sees_agents_files_and_never_the_database(
     """Only the root's own files and agents/ are watched, so the store's writes under memory/
     never reach the filter (a recursive watch of the root delivered every WAL write to it),
     while an agent's identity file in an agents/ folder created after start is still seen."""
-    import signet.daemon.watcher as watcher_mod
+    import signet.hooks.watcher as watcher_mod
 
     seen: list[Path] = []
     real = watcher_mod.relevant

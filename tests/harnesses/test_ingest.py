@@ -149,7 +149,7 @@ def test_ingest_endpoint_validates_and_is_idempotent(make_workspace: Callable[..
     from fastapi.testclient import TestClient
 
     from signet.daemon.app import create_app
-    from signet.daemon.runtime import Runtime
+    from signet.runtime import Runtime
 
     with Runtime(make_workspace(embedding="none")) as rt, TestClient(create_app(rt, manage_runtime=False)) as api:
         body = {"path": "/x/chat.jsonl", "content_hash": "a" * 64, "adapter": "jsonl",

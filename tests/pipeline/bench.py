@@ -21,9 +21,9 @@ from typing import Any
 
 import yaml
 
-from signet.daemon.runtime import Runtime
 from signet.models import RememberRequest
 from signet.pipeline import queue
+from signet.runtime import Runtime
 from signet.store.database import Database
 from signet.workspace import Workspace, setup_workspace
 from tests.pipeline.fake_llm import FakeLLM, as_json

@@ -10,7 +10,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 from tests.pipeline.fake_llm import FakeLLM

@@ -10,10 +10,9 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from signet.daemon.runtime import Runtime
 from signet.pipeline import queue
-from signet.pipeline.runtime import pipeline_of
 from signet.pipeline.worker import LeaseLost
+from signet.runtime import Runtime
 from tests.pipeline.conftest import rows, wait_idle
 from tests.pipeline.fake_llm import FakeLLM, Reply, as_json
 
@@ -475,7 +474,7 @@ def test_document_ingest_jobs(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
     _good, _ = rt.db.write(lambda c: queue.enqueue(c, "document_ingest", payload={
         "content": "Runbook: billing deploys to Kubernetes", "document_id": "doc-1"}))
     bad, _ = rt.db.write(lambda c: queue.enqueue(c, "document_ingest", payload={"document_id": "doc-2"}))
-    rt.extras["pipeline"].worker.notify()
+    rt.pipeline.worker.notify()
     assert wait_idle(rt) == {"completed": 1, "dead": 1}
     assert rows(rt, "SELECT source_id FROM memories WHERE source_type = 'pipeline'")[0][0] == "doc-1"
     err = rows(rt, "SELECT status, attempts, error FROM memory_jobs WHERE id = ?", bad)[0]
@@ -589,7 +588,7 @@ def test_a_run_whose_lease_was_taken_over_applies_no_graph(pipeline_rt: Make, fa
     assert rt.db.write(lambda c: queue.reap_stale(c, 1000)) == 1
     run_b = rt.db.write(queue.lease)
     assert run_b is not None and run_b.id == run_a.id and run_b.attempts == 2
-    processor = pipeline_of(rt).worker.processor
+    processor = rt.pipeline.worker.processor
     assert processor is not None
 
     with pytest.raises(LeaseLost):

@@ -26,9 +26,9 @@ from fastapi import FastAPI, Header
 
 from signet.daemon.app import create_app
 from signet.daemon.errors import install_error_handlers
-from signet.daemon.runtime import Runtime
 from signet.errors import MutationsFrozen, NotFound, RateLimited, SignetError, Unauthorized
 from signet.models import HealthResponse
+from signet.runtime import Runtime
 from signet.sdk import AsyncSignetClient, SignetClient
 from signet.sdk._core import read_response
 from signet.sdk._ops import status

@@ -8,8 +8,8 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 
-from signet.daemon.runtime import Runtime
 from signet.models import RecallRequest, RememberRequest
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 

@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 from fastapi.testclient import TestClient
 
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.search.neighbours import NEXT_WEIGHT, VECTOR_CONTEXT_WEIGHT, context_cosines, thread_neighbours
 from signet.search.vectors import VectorIndex
 

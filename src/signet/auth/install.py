@@ -8,13 +8,13 @@ from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
 from signet.auth.middleware import AuthMiddleware
-from signet.auth.state import auth_state, effective_mode, is_loopback
+from signet.auth.state import effective_mode, is_loopback
 from signet.config import Settings
 from signet.errors import ConfigError
 
 
 def install_auth(app: FastAPI) -> None:
-    """Add the auth middleware; the agent roster is synced when the runtime starts (or, for a
+    """Add the auth middleware (the agent roster is synced when the runtime starts, or, for a
     runtime started before the app was built, on the first request)."""
     app.add_middleware(AuthMiddleware)
     runtime: Any = app.state.runtime
@@ -24,7 +24,6 @@ def install_auth(app: FastAPI) -> None:
             CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["authorization", "content-type", "x-signet-actor", "x-signet-agent"],
         )
-    runtime.on_start.append(auth_state)  # created (and the roster synced) at start
 
 
 def check_bind(host: str, settings: Settings) -> None:

@@ -129,11 +129,10 @@ def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -
 
 
 def auth_state(runtime: Any) -> AuthState:
-    st = runtime.extras.get("auth")
-    if not isinstance(st, AuthState):
-        bind = runtime.extras.get("bind_host")
-        st = AuthState(runtime.settings, runtime.workspace.root, runtime.db, bind if isinstance(bind, str) else None)
-        runtime.extras["auth"] = st
+    """The runtime's AuthState, its agent roster written once the database is open (a runtime
+    started before its app was built syncs on the first request). ``runtime`` is the app
+    state's runtime: the composition root sits above this layer, so it is not typed here."""
+    st: AuthState = runtime.auth
     if not st.roster_synced:
         st.sync_roster()
     return st

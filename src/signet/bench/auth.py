@@ -17,7 +17,7 @@ from fastapi.testclient import TestClient
 
 from signet.auth.tokens import issue, load_secret
 from signet.daemon.app import create_app
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 
 

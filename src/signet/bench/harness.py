@@ -15,7 +15,7 @@ from pathlib import Path
 
 import yaml
 
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
 
 Progress = Callable[[str, int, int], None]

@@ -165,7 +165,7 @@ def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress
     """Create a workspace at ``root`` and store the samples through the service's batch path."""
     import yaml
 
-    from signet.daemon.runtime import Runtime
+    from signet.runtime import Runtime
     from signet.workspace import setup_workspace
 
     ws = Workspace(root)

@@ -17,8 +17,8 @@ from typing import Any
 
 from signet.bench.harness import Progress, bench_runtime, no_progress, wait_vectors
 from signet.bench.metrics import all_at, hit_at, mrr, percentile, recall_at
-from signet.daemon.runtime import Runtime
 from signet.models import RecallRequest, RememberRequest
+from signet.runtime import Runtime
 
 CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop"}
 KS = (5, 10)

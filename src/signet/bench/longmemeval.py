@@ -18,8 +18,8 @@ from typing import Any
 
 from signet.bench.harness import Progress, bench_runtime, no_progress, wait_vectors
 from signet.bench.metrics import dedupe, ndcg_at, percentile
-from signet.daemon.runtime import Runtime
 from signet.models import RecallRequest, RememberRequest
+from signet.runtime import Runtime
 
 KS = (5, 10)
 RECALL_DEPTH = 50

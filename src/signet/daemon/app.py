@@ -13,8 +13,8 @@ from signet import __version__
 from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, install_error_handlers
 from signet.daemon.hotpath import HotPath
-from signet.daemon.runtime import Runtime
 from signet.mcp.http import mount_mcp
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 
 # One router per area, one line each (add yours on its own line).

@@ -11,7 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.store.scope import UNSCOPED, ReadScope
 
 

@@ -48,12 +48,11 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
 
     from signet.auth.install import check_bind
     from signet.daemon.app import create_app
-    from signet.daemon.runtime import Runtime
+    from signet.runtime import Runtime
 
     check_bind(host, ws.settings())  # local mode (no tokens) listens on loopback only
     configure_logging(ws, to_stderr=log_to_stderr)
-    runtime = Runtime(ws)
-    runtime.extras["bind_host"] = host  # a name the Host header may carry (signet.auth)
+    runtime = Runtime(ws, bind_host=host)  # a name the Host header may carry (signet.auth)
 
     def stopped(_: Runtime) -> None:
         # uvicorn re-raises SIGTERM after shutdown, so a ``finally`` after run() may never

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -38,3 +39,14 @@ def normalize_rows(vectors: Vectors) -> Vectors:
     norms[norms == 0] = 1.0
     out: Vectors = (vectors / norms).astype(np.float32, copy=False)
     return out
+
+
+class VectorSink(Protocol):
+    """Where the embedder puts the vectors it computes or loads: the in-memory index
+    (signet.search.vectors.VectorIndex), which sits above the embedder in the layers."""
+
+    def upsert_many(
+        self, ids: list[str], vectors: Vectors, projects: Sequence[str | None], created: Sequence[str | None]
+    ) -> None: ...
+
+    def __len__(self) -> int: ...

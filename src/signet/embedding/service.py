@@ -24,8 +24,7 @@ import numpy as np
 
 from signet import plugins
 from signet.config import EmbeddingSettings
-from signet.embedding.base import Embedder, EmbeddingError, Vectors
-from signet.search.vectors import VectorIndex
+from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
 from signet.store.database import Database
 from signet.store.sqlite import sqlite3
 
@@ -90,7 +89,7 @@ def lower_priority(nice: int = BACKGROUND_NICE) -> bool:
 
 
 class EmbeddingService:
-    def __init__(self, db: Database, settings: EmbeddingSettings, index: VectorIndex) -> None:
+    def __init__(self, db: Database, settings: EmbeddingSettings, index: VectorSink) -> None:
         self.db = db
         self.settings = settings
         self.index = index

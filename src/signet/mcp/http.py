@@ -39,7 +39,7 @@ if TYPE_CHECKING:
     from mcp.server.streamable_http_manager import StreamableHTTPSessionManager
     from mcp.server.transport_security import TransportSecuritySettings
 
-    from signet.daemon.runtime import Runtime
+    from signet.runtime import Runtime
 
 log = logging.getLogger(__name__)
 

@@ -16,9 +16,30 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Protocol
 
-from signet.daemon.runtime import Runtime
+from signet.config import Settings
+from signet.embedding.service import EmbeddingService
+from signet.pipeline.runtime import Pipeline
+from signet.search.vectors import VectorIndex
+from signet.store.database import Database
+
+
+class Sources(Protocol):
+    """What diagnostics reads from the composition root (signet.runtime.Runtime), which sits
+    above this layer: read-only properties, so the runtime satisfies it structurally."""
+
+    @property
+    def settings(self) -> Settings: ...
+    @property
+    def db(self) -> Database: ...
+    @property
+    def embeddings(self) -> EmbeddingService: ...
+    @property
+    def index(self) -> VectorIndex: ...
+    @property
+    def pipeline(self) -> Pipeline: ...
+
 
 WEIGHTS = {"queue": 0.28, "storage": 0.14, "index": 0.19, "provider": 0.24, "mutation": 0.10, "connector": 0.05}
 
@@ -89,7 +110,7 @@ def storage_domain(conn: Any) -> Domain:
     return d
 
 
-def index_domain(conn: Any, runtime: Runtime) -> Domain:
+def index_domain(conn: Any, runtime: Sources) -> Domain:
     d = Domain("index")
     memories = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
@@ -112,7 +133,7 @@ def index_domain(conn: Any, runtime: Runtime) -> Domain:
     return d
 
 
-def provider_domain(conn: Any, runtime: Runtime) -> Domain:
+def provider_domain(conn: Any, runtime: Sources) -> Domain:
     d = Domain("provider")
     emb = runtime.embeddings
     paused = emb.query_paused() if emb.state == "ready" else None
@@ -125,11 +146,8 @@ def provider_domain(conn: Any, runtime: Runtime) -> Domain:
     elif paused is not None:
         d.penalize(0.3, f"recall is keyword-only for now: {paused}; check the embedding provider "
                         f"({emb.settings.base_url or emb.settings.provider})")
-    pipe = runtime.extras.get("pipeline")
-    wait_reason = getattr(pipe, "wait_reason", None)
-    if callable(wait_reason):  # the LLM pipeline (signet.pipeline): which provider, and why it waits
-        ext = runtime.settings.memory.pipeline.extraction
-        d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": wait_reason()}
+    ext = runtime.settings.memory.pipeline.extraction  # the LLM pipeline: which provider, and why it waits
+    d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": runtime.pipeline.wait_reason()}
     if _table_exists(conn, "llm_calls"):
         rows = list(conn.execute("SELECT outcome, COUNT(*) FROM (SELECT outcome FROM llm_calls ORDER BY rowid DESC LIMIT 100) GROUP BY outcome"))
         outcomes = {r[0]: int(r[1]) for r in rows}
@@ -152,7 +170,7 @@ def mutation_domain(conn: Any, now: datetime) -> Domain:
     return d
 
 
-def diagnose(runtime: Runtime) -> dict[str, Any]:
+def diagnose(runtime: Sources) -> dict[str, Any]:
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
 

@@ -1,24 +1,30 @@
-"""Wiring the pipeline into a Runtime: hooks on remember, worker start/stop, status."""
+"""The pipeline of one runtime: its provider, worker, hooks on remember and status.
+
+The composition root (:mod:`signet.runtime`) builds it from the settings, the database and
+the memory service, and calls :meth:`Pipeline.start` / :meth:`Pipeline.stop`.
+"""
 
 from __future__ import annotations
 
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from signet import plugins
 from signet.config import PipelineSettings
+from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmProvider, RecordingLlm
 from signet.pipeline.worker import Processor, Worker
+from signet.store.database import Database
 
 LINK_NAMES = "link_names"
 """Key :meth:`Pipeline.prepare_remember` adds to the memory dict: the entity linker's candidate names."""
 
 if TYPE_CHECKING:
-    from signet.daemon.runtime import Runtime
     from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
@@ -27,11 +33,14 @@ HEALTH_TTL = 15.0
 
 
 class Pipeline:
-    """The pipeline of one runtime: provider, worker, and the status snapshot."""
+    """The pipeline of one runtime: provider, worker, and the status snapshot.
 
-    def __init__(self, runtime: Runtime) -> None:
-        self.runtime = runtime
-        self.settings: PipelineSettings = runtime.settings.memory.pipeline
+    Built, it hooks itself into the memory service's remember path (entity linking, queueing
+    extraction inside the write's transaction)."""
+
+    def __init__(self, settings: PipelineSettings, db: Database, service: MemoryService) -> None:
+        self.db = db
+        self.settings = settings
         self.provider: LlmProvider | None = None
         self.provider_error: str | None = None
         name = self.settings.extraction.provider
@@ -40,11 +49,13 @@ class Pipeline:
             self.provider_error = f"unknown LLM provider {name!r} (installed: {', '.join(sorted(factories))})"
         else:
             self.provider = factories[name](self.settings.extraction)
-        self.llm = RecordingLlm(self.provider, self.settings.extraction, db=runtime.db) if self.provider else None
+        self.llm = RecordingLlm(self.provider, self.settings.extraction, db=db) if self.provider else None
         self.worker = Worker(
-            Processor(runtime.service, self.settings, self.llm) if self.llm is not None else None,
-            self.settings, runtime.db, self.wait_reason(),
+            Processor(service, self.settings, self.llm) if self.llm is not None else None,
+            self.settings, db, self.wait_reason(),
         )
+        service.prepare_hooks.append(self.prepare_remember)
+        service.on_remember_tx.append(self.on_remember)
         self._health: tuple[float, bool, str | None] | None = None
         self._health_lock = threading.Lock()
 
@@ -88,14 +99,16 @@ class Pipeline:
         return strip_think(out) or None
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self, runtime: Runtime) -> None:
-        self.worker.start()
+    def summarizer(self) -> Callable[[list[Turn]], str | None] | None:
+        """The handoff summarizer for the hook service, when a provider is ready for it."""
         if self.llm is not None and self.settings.summarize_handoff and self.wait_reason() is None:
-            from signet.daemon.routes.hooks import hook_service
+            return self.summarize
+        return None
 
-            hook_service(runtime).summarizer = self.summarize
+    def start(self) -> None:
+        self.worker.start()
 
-    def stop(self, runtime: Runtime) -> None:
+    def stop(self) -> None:
         self.worker.stop()
 
     # -- status ----------------------------------------------------------------------------
@@ -116,7 +129,7 @@ class Pipeline:
 
     def status(self) -> dict[str, Any]:
         s = self.settings
-        stats = self.runtime.db.read(queue.stats)
+        stats = self.db.read(queue.stats)
         healthy, why = self.health() if s.enabled else (False, None)
         waiting = self.wait_reason()
         worker = self.worker.snapshot()
@@ -155,19 +168,3 @@ class Pipeline:
             "worker": worker,
         }
 
-
-def install(runtime: Runtime) -> Pipeline:
-    p = Pipeline(runtime)
-    runtime.extras["pipeline"] = p
-    runtime.service.prepare_hooks.append(p.prepare_remember)
-    runtime.service.on_remember_tx.append(p.on_remember)
-    runtime.on_start.append(p.start)
-    runtime.on_stop.append(p.stop)
-    return p
-
-
-def pipeline_of(runtime: Runtime) -> Pipeline:
-    p = runtime.extras.get("pipeline")
-    if not isinstance(p, Pipeline):
-        p = install(runtime)
-    return p

@@ -10,7 +10,6 @@ from fastapi import APIRouter, Depends
 from starlette.concurrency import run_in_threadpool
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
-from signet.daemon.runtime import Runtime
 from signet.hooks.models import (
     CompactionCompleteRequest,
     CompactionCompleteResponse,
@@ -33,23 +32,9 @@ router = APIRouter(
 )
 
 
-def hook_service(runtime: Runtime) -> HookService:
-    """The runtime's HookService, built on first use."""
-    svc = runtime.extras.get("hooks")
-    if not isinstance(svc, HookService):
-        svc = HookService(
-            runtime.db, runtime.service, runtime.settings.hooks, runtime.workspace.root,
-            session_budget=runtime.settings.memory.session_budget,
-            pipeline_enabled=runtime.settings.memory.pipeline.enabled,
-            max_attempts=runtime.settings.memory.pipeline.max_attempts,
-        )
-        runtime.extras["hooks"] = svc
-    return svc
-
-
 async def _hooks(runtime: RuntimeDep) -> HookService:
     # async: no worker-thread hop for a lookup (signet.daemon.deps)
-    return hook_service(runtime)
+    return runtime.hooks
 
 
 HooksDep = Annotated[HookService, Depends(_hooks)]

@@ -12,7 +12,6 @@ from signet.daemon.deps import RuntimeDep
 from signet.errors import NotFound
 from signet.models import ErrorResponse
 from signet.pipeline import queue
-from signet.pipeline.runtime import pipeline_of
 
 router = APIRouter(tags=["pipeline"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
                                                  422: {"model": ErrorResponse}})
@@ -119,7 +118,7 @@ class PipelineStatus(BaseModel):
 def pipeline_status(runtime: RuntimeDep) -> PipelineStatus:
     """Queue depth by status and type, oldest pending age, dead count, provider health, flags, and why
     the pipeline waits when it does."""
-    return PipelineStatus.model_validate(pipeline_of(runtime).status())
+    return PipelineStatus.model_validate(runtime.pipeline.status())
 
 
 @router.get("/api/pipeline/jobs", response_model=JobList)
@@ -168,7 +167,7 @@ def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> Req
         if exists is None:
             raise NotFound(f"job '{req.job_id}' not found", id=req.job_id)
     ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=req.job_id))
-    pipeline_of(runtime).worker.notify()
+    runtime.pipeline.worker.notify()
     return RequeueResponse(requeued=ids, count=len(ids))
 
 

@@ -1,8 +1,9 @@
-"""Everything a running Signet holds: settings, database, embedder, index, service.
+"""The composition root: everything a running Signet holds, built in one place.
 
-The daemon, the benchmarks and the tests build the same Runtime, so they exercise the same
-code. Areas that run background work (pipeline worker, file watcher) register start/stop
-callables instead of the runtime knowing about them.
+Each service is a typed attribute, built in dependency order (store, engines, services) and
+closed in reverse; nothing is looked up by name. The daemon, the CLI's in-process paths, the
+benchmarks and the tests build the same Runtime, so they exercise the same code. Interfaces
+(routes, MCP, CLI) sit above it and read its attributes; services below it never import it.
 """
 
 from __future__ import annotations
@@ -10,16 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
 
+from signet.auth.state import AuthState
+from signet.condition import Condition
 from signet.config import Settings
-from signet.daemon.condition import Condition
-from signet.daemon.watcher import IdentityWatcher
 from signet.embedding.service import EmbeddingService
 from signet.hooks.recovery import recover as recover_transcripts
+from signet.hooks.service import HookService
+from signet.hooks.watcher import IdentityWatcher
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
-from signet.pipeline import install as install_pipeline
+from signet.pipeline.runtime import Pipeline
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.store.database import Database
@@ -29,7 +31,7 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    def __init__(self, workspace: Workspace, settings: Settings | None = None) -> None:
+    def __init__(self, workspace: Workspace, settings: Settings | None = None, *, bind_host: str | None = None) -> None:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
@@ -48,10 +50,16 @@ class Runtime:
         """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
-        self.extras: dict[str, Any] = {}
-        """Per-area state (pipeline worker, watcher, auth) keyed by area name."""
+        self.pipeline = Pipeline(self.settings.memory.pipeline, self.db, self.service)
+        self.hooks = HookService(
+            self.db, self.service, self.settings.hooks, workspace.root,
+            session_budget=self.settings.memory.session_budget,
+            pipeline_enabled=self.settings.memory.pipeline.enabled,
+            max_attempts=self.settings.memory.pipeline.max_attempts,
+        )
+        self.auth = AuthState(self.settings, workspace.root, self.db, bind_host)
+        """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
         self._running = False
-        install_pipeline(self)
 
     def start(self) -> Runtime:
         if self._running:
@@ -65,6 +73,9 @@ class Runtime:
         self.watcher.start()
         pipeline = self.settings.memory.pipeline
         recover_transcripts(self.db, self.workspace.root, enqueue=pipeline.enabled, max_attempts=pipeline.max_attempts)
+        self.auth.sync_roster()
+        self.pipeline.start()
+        self.hooks.summarizer = self.pipeline.summarizer()
         for fn in self.on_start:
             fn(self)
         self._running = True
@@ -79,6 +90,7 @@ class Runtime:
                 fn(self)
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
+        self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()
         if self.keywords is not None:

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from typing import Any
 
 from signet.config import Settings
 from signet.store.database import Database
 from signet.store.scope import UNSCOPED, ReadScope
+from signet.store.sqlite import Connection
 
 DEFAULT_AGENT = "default"
 
@@ -44,7 +44,7 @@ class Roster:
         now = datetime.now(UTC).isoformat()
         rows = [(e.name, e.read_policy, json.dumps(e.group), now) for e in self.entries.values()]
 
-        def write(conn: Any) -> None:
+        def write(conn: Connection) -> None:
             for name, policy, group, ts in rows:
                 conn.execute(
                     "INSERT INTO agents(name, read_policy, agent_group, created_at, updated_at) VALUES (?,?,?,?,?) "

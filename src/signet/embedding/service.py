@@ -26,7 +26,7 @@ from signet import plugins
 from signet.config import EmbeddingSettings
 from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
 from signet.store.database import Database
-from signet.store.sqlite import sqlite3
+from signet.store.sqlite import Connection, sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -217,7 +217,7 @@ class EmbeddingService:
                  time.perf_counter() - started, self.backend or self.settings.provider, len(self.index))
 
     def _load_index(self) -> None:
-        def fetch(conn: Any) -> list[Any]:
+        def fetch(conn: Connection) -> list[Any]:
             return list(
                 conn.execute(
                     "SELECT m.id, m.project, m.created_at, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash "
@@ -281,7 +281,7 @@ class EmbeddingService:
         model = self.model_key
         dims = int(vectors.shape[1])
 
-        def write(conn: Any) -> None:
+        def write(conn: Connection) -> None:
             for h, text, vec in zip(hashes, texts, vectors, strict=True):
                 owner = conn.execute(
                     "SELECT id FROM memories WHERE content_hash = ? ORDER BY is_deleted, seq LIMIT 1", (h,)

@@ -11,12 +11,12 @@ from __future__ import annotations
 import json
 import logging
 from pathlib import Path
-from typing import Any
 
 from signet.ingest.base import TranscriptError, file_hash, first_line
 from signet.ingest.jsonl_generic import ADAPTER as JSONL
 from signet.ingest.service import ingest_transcript
 from signet.store.database import Database
+from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +42,7 @@ def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int) -> in
     if not files:
         return 0
 
-    def known_keys(conn: Any) -> set[str]:
+    def known_keys(conn: Connection) -> set[str]:
         return {r[0] for r in conn.execute("SELECT session_key FROM session_transcripts")}
 
     known = db.read(known_keys)

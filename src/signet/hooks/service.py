@@ -43,6 +43,7 @@ from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.records import to_iso
 from signet.store.scope import UNSCOPED, ReadScope
+from signet.store.sqlite import Connection
 from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
@@ -117,7 +118,7 @@ class HookService:
             return SessionStartResponse(context="", tokens=0, budget=0, sections=[], memory_ids=[], handoff_id=None)
         key = store.session_key(req.harness, req.session_id) if req.session_id else None
 
-        def read(conn: Any) -> Any:
+        def read(conn: Connection) -> Any:
             return store.latest_handoff(conn, project=req.project, agent_id=agent, exclude_key=key)
 
         handoff = self.db.read(read)
@@ -137,7 +138,7 @@ class HookService:
         if key is not None:
             session = key
 
-            def write(conn: Any) -> None:
+            def write(conn: Connection) -> None:
                 turn = store.touch_session(conn, session, req.harness, req.project, agent)
                 store.record_injections(conn, session, kept, turn, "session-start")
 
@@ -273,7 +274,7 @@ class HookService:
         handoff = last_exchanges(turns, self.settings.handoff_exchanges)
         now = store.now_iso()
 
-        def write(conn: Any) -> tuple[str, str | None]:
+        def write(conn: Connection) -> tuple[str, str | None]:
             store.touch_session(conn, key, req.harness, req.project, agent)
             store.store_transcript(conn, key, turns, harness=req.harness, project=req.project, agent_id=agent)
             store.upsert_conversation(

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
 
 from signet.store import sessions as store
 from signet.store.database import Database
+from signet.store.sqlite import Connection
 from signet.transcript import Turn
 
 
@@ -35,7 +35,7 @@ def ingest_transcript(
     its extraction with ``max_attempts`` (the pipeline's ``maxAttempts``)."""
     key = ingest_session_key(harness=harness, adapter=adapter, session_id=session_id, path=path)
 
-    def write(conn: Any) -> IngestOutcome:
+    def write(conn: Connection) -> IngestOutcome:
         seen = store.ingested(conn, content_hash)
         if seen is not None:
             return IngestOutcome("skipped", seen["session_key"], int(seen["turns"]), None)

@@ -21,6 +21,7 @@ from signet.errors import NotFound
 from signet.models import ShortText, StrictModel
 from signet.store.records import now_iso
 from signet.store.scope import UNSCOPED, ReadScope
+from signet.store.sqlite import Connection
 
 FeedbackType = Literal["positive", "negative", "correction"]
 MemoryRef = Annotated[str, Field(min_length=1, max_length=200)]
@@ -78,7 +79,7 @@ def _record(row: Any) -> FeedbackRecord:
                           created_at=row["created_at"])
 
 
-def record_feedback(conn: Any, req: FeedbackRequest, *, actor: str, scope: ReadScope = UNSCOPED) -> FeedbackResponse:
+def record_feedback(conn: Connection, req: FeedbackRequest, *, actor: str, scope: ReadScope = UNSCOPED) -> FeedbackResponse:
     """Store every rating in ``req`` (inside the caller's write transaction): all or none.
 
     A rating of a memory that does not exist, or that the caller cannot read, fails the
@@ -108,7 +109,7 @@ def record_feedback(conn: Any, req: FeedbackRequest, *, actor: str, scope: ReadS
 
 
 def list_feedback(
-    conn: Any, *, session_id: str | None = None, memory_id: str | None = None, limit: int = 100,
+    conn: Connection, *, session_id: str | None = None, memory_id: str | None = None, limit: int = 100,
     scope: ReadScope = UNSCOPED,
 ) -> FeedbackList:
     """Ratings, newest first, of memories the caller can read."""

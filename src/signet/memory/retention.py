@@ -19,12 +19,12 @@ import logging
 import threading
 from dataclasses import asdict, dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
 
 from signet.config import RetentionSettings
 from signet.search.keyword_mirror import LOG_KEEP
 from signet.store.database import Database
 from signet.store.records import to_iso
+from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +73,7 @@ class RetentionWorker:
         ids = [i for i, _ in expired]
         marks = ",".join("?" for _ in ids)
         if ids:
-            def unlink(conn: Any) -> tuple[int, int]:
+            def unlink(conn: Connection) -> tuple[int, int]:
                 per_entity = list(conn.execute(
                     f"SELECT entity_id, COUNT(*) FROM memory_entity_mentions WHERE memory_id IN ({marks}) GROUP BY entity_id",
                     ids))

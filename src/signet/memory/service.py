@@ -72,6 +72,7 @@ from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.records import load_tags, memory_from_row, now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
+from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
 
@@ -151,7 +152,7 @@ class MemoryService:
 
     @staticmethod
     def _live_duplicate(
-        conn: Any, content_hash: str, agent_id: str, project: str | None, exclude_id: str | None = None
+        conn: Connection, content_hash: str, agent_id: str, project: str | None, exclude_id: str | None = None
     ) -> Any:
         """The live memory with this text in the same dedupe scope (agent and project), if any.
 
@@ -164,7 +165,7 @@ class MemoryService:
             (content_hash, agent_id, project or "", exclude_id),
         ).fetchone()
 
-    def _insert(self, conn: Any, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
+    def _insert(self, conn: Connection, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
         """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped).
 
         One statement does the dedupe and the insert: the unique index of migration 8 turns a
@@ -193,7 +194,7 @@ class MemoryService:
             hook(conn, mem)
         return row, False
 
-    def _existing_vector(self, conn: Any, chash: str) -> Any:
+    def _existing_vector(self, conn: Connection, chash: str) -> Any:
         """The stored vector of this text under the current model, if any: never embed twice."""
         row = conn.execute(
             "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
@@ -201,7 +202,7 @@ class MemoryService:
         return None if row is None else np.frombuffer(row[0], dtype=np.float32)
 
     def _index_existing_vector(
-        self, conn: Any, memory_id: str, chash: str, project: str | None, created_at: str | None
+        self, conn: Connection, memory_id: str, chash: str, project: str | None, created_at: str | None
     ) -> bool:
         """Reuse a stored vector for this (edited or recovered) memory's text, if there is one."""
         vec = self._existing_vector(conn, chash)
@@ -261,7 +262,7 @@ class MemoryService:
         caller's scope refuses the whole batch before anything is written)."""
         mems = [self._prepare(r, scope) for r in items]
 
-        def write(conn: Any) -> list[tuple[Any, bool]]:
+        def write(conn: Connection) -> list[tuple[Any, bool]]:
             return [self._insert(conn, m, changed_by, actor_type) for m in mems]
 
         results = self.db.write(write)
@@ -345,7 +346,7 @@ class MemoryService:
         )
 
     # -- read ------------------------------------------------------------------------------
-    def _row(self, conn: Any, memory_id: str) -> Any:
+    def _row(self, conn: Connection, memory_id: str) -> Any:
         return conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
 
     def get(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> Memory:
@@ -357,7 +358,7 @@ class MemoryService:
     def list_memories(self, flt: MemoryFilter, *, limit: int = 50, offset: int = 0) -> MemoryList:
         where, params = flt.sql(self.decay_rate)
 
-        def read(conn: Any) -> tuple[int, list[Any]]:
+        def read(conn: Connection) -> tuple[int, list[Any]]:
             total = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", params).fetchone()[0]
             rows = list(conn.execute(
                 f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
@@ -371,7 +372,7 @@ class MemoryService:
         )
 
     def history(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> HistoryResponse:
-        def read(conn: Any) -> tuple[Any, list[Any]]:
+        def read(conn: Connection) -> tuple[Any, list[Any]]:
             return self._row(conn, memory_id), list(conn.execute(
                 "SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (memory_id,)
             ))
@@ -452,7 +453,7 @@ class MemoryService:
                 vecs = None
             vector = vecs[0] if vecs is not None else None
 
-        def write(conn: Any) -> ModifyResult:
+        def write(conn: Connection) -> ModifyResult:
             row = self._row(conn, p.id)
             if row is None or not scope.allows(row):
                 return ModifyResult(id=p.id, status="not_found", error="memory not found")
@@ -526,7 +527,7 @@ class MemoryService:
             self.embeddings.notify()
         return result
 
-    def _store_vector(self, conn: Any, memory_id: str, chash: str, text: str, vector: Any) -> None:
+    def _store_vector(self, conn: Connection, memory_id: str, chash: str, text: str, vector: Any) -> None:
         conn.execute(
             "INSERT INTO embeddings(id, content_hash, vector, dimensions, source_type, source_id, chunk_text, provider,"
             " model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?) ON CONFLICT(content_hash) DO UPDATE SET"
@@ -610,7 +611,7 @@ class MemoryService:
         if not reason.strip():
             raise InvalidRequest("delete needs a non-empty 'reason'")
 
-        def write(conn: Any) -> int | None:
+        def write(conn: Connection) -> int | None:
             row = self._row(conn, memory_id)
             if row is None or not scope.allows(row) or (row["is_deleted"] and not force):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
@@ -629,7 +630,7 @@ class MemoryService:
                               newVersion=None if force else new_version)
 
     def _delete_in_tx(
-        self, conn: Any, memory_id: str, reason: str, changed_by: str, actor_type: str | None, force: bool,
+        self, conn: Connection, memory_id: str, reason: str, changed_by: str, actor_type: str | None, force: bool,
         row: Any,
     ) -> int | None:
         """Soft delete (or hard delete with ``force``); returns the new version, None if skipped."""
@@ -668,7 +669,7 @@ class MemoryService:
             raise MutationsFrozen("mutations are frozen (memory.pipelineV2.mutationsFrozen): recovery is disabled")
         window = timedelta(days=self.settings.retention.tombstone_days)
 
-        def write(conn: Any) -> RecoverResponse:
+        def write(conn: Connection) -> RecoverResponse:
             row = self._row(conn, memory_id)
             if row is None or not scope.allows(row):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
@@ -716,7 +717,7 @@ class MemoryService:
         flt = MemoryFilter(scope=scope)
         where, params = flt.sql(self.decay_rate)
 
-        def read(conn: Any) -> tuple[int, list[Any]]:
+        def read(conn: Connection) -> tuple[int, list[Any]]:
             base = f"FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE {where}"
             total = conn.execute(f"SELECT COUNT(*) {base}", params).fetchone()[0]
             rows = list(conn.execute(
@@ -736,7 +737,7 @@ class MemoryService:
         return EmbeddingExport(items=items, total=total, limit=limit, offset=offset)
 
     def counts(self) -> dict[str, int]:
-        def read(conn: Any) -> Any:
+        def read(conn: Connection) -> Any:
             return conn.execute(
                 "SELECT COUNT(*) AS total, COALESCE(SUM(is_deleted = 0), 0) AS active,"
                 " COALESCE(SUM(is_deleted = 1), 0) AS deleted, COALESCE(SUM(pinned = 1 AND is_deleted = 0), 0) AS pinned,"

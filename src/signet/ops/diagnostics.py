@@ -23,6 +23,7 @@ from signet.embedding.service import EmbeddingService
 from signet.pipeline.runtime import Pipeline
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
+from signet.store.sqlite import Connection
 
 
 class Sources(Protocol):
@@ -64,16 +65,16 @@ def status_of(score: float) -> str:
     return "healthy" if score >= 0.8 else ("degraded" if score >= 0.5 else "unhealthy")
 
 
-def _scalar(conn: Any, sql: str, *params: Any) -> Any:
+def _scalar(conn: Connection, sql: str, *params: Any) -> Any:
     row = conn.execute(sql, params).fetchone()
     return row[0] if row is not None else None
 
 
-def _table_exists(conn: Any, name: str) -> bool:
+def _table_exists(conn: Connection, name: str) -> bool:
     return _scalar(conn, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name) is not None
 
 
-def queue_domain(conn: Any, lease_timeout_ms: int, now: datetime) -> Domain:
+def queue_domain(conn: Connection, lease_timeout_ms: int, now: datetime) -> Domain:
     d = Domain("queue")
     counts = {r[0]: int(r[1]) for r in conn.execute("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status")}
     total = sum(counts.values())
@@ -96,7 +97,7 @@ def queue_domain(conn: Any, lease_timeout_ms: int, now: datetime) -> Domain:
     return d
 
 
-def storage_domain(conn: Any) -> Domain:
+def storage_domain(conn: Connection) -> Domain:
     d = Domain("storage")
     total = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     deleted = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 1"))
@@ -110,7 +111,7 @@ def storage_domain(conn: Any) -> Domain:
     return d
 
 
-def index_domain(conn: Any, runtime: Sources) -> Domain:
+def index_domain(conn: Connection, runtime: Sources) -> Domain:
     d = Domain("index")
     memories = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
@@ -133,7 +134,7 @@ def index_domain(conn: Any, runtime: Sources) -> Domain:
     return d
 
 
-def provider_domain(conn: Any, runtime: Sources) -> Domain:
+def provider_domain(conn: Connection, runtime: Sources) -> Domain:
     d = Domain("provider")
     emb = runtime.embeddings
     paused = emb.query_paused() if emb.state == "ready" else None
@@ -160,7 +161,7 @@ def provider_domain(conn: Any, runtime: Sources) -> Domain:
     return d
 
 
-def mutation_domain(conn: Any, now: datetime) -> Domain:
+def mutation_domain(conn: Connection, now: datetime) -> Domain:
     d = Domain("mutation")
     since = (now - timedelta(days=7)).isoformat()
     recovered = int(_scalar(conn, "SELECT COUNT(*) FROM memory_history WHERE event = 'recovered' AND created_at >= ?", since))
@@ -174,7 +175,7 @@ def diagnose(runtime: Sources) -> dict[str, Any]:
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
 
-    def read(conn: Any) -> list[Domain]:
+    def read(conn: Connection) -> list[Domain]:
         return [
             queue_domain(conn, lease_ms, now), storage_domain(conn), index_domain(conn, runtime),
             provider_domain(conn, runtime), mutation_domain(conn, now), Domain("connector"),

@@ -12,10 +12,10 @@ import json
 import re
 import uuid
 from collections.abc import Iterable
-from typing import Any
 
 from signet.pipeline.extraction import EntityTriple
 from signet.store.records import now_iso
+from signet.store.sqlite import Connection
 
 _WORD = re.compile(r"[\w][\w.+#-]*", re.UNICODE)
 MAX_NGRAM = 4
@@ -26,7 +26,7 @@ def canonical(name: str) -> str:
     return " ".join(name.lower().split()).strip(" .,:;!?\"'")
 
 
-def upsert_entity(conn: Any, name: str, agent_id: str) -> str:
+def upsert_entity(conn: Connection, name: str, agent_id: str) -> str:
     canon = canonical(name)
     now = now_iso()
     row = conn.execute(
@@ -38,7 +38,7 @@ def upsert_entity(conn: Any, name: str, agent_id: str) -> str:
     return str(row[0])
 
 
-def upsert_relation(conn: Any, source_id: str, target_id: str, rel_type: str, confidence: float,
+def upsert_relation(conn: Connection, source_id: str, target_id: str, rel_type: str, confidence: float,
                     job_id: str | None) -> str:
     now = now_iso()
     row = conn.execute(
@@ -52,7 +52,7 @@ def upsert_relation(conn: Any, source_id: str, target_id: str, rel_type: str, co
     return str(row[0])
 
 
-def link(conn: Any, memory_id: str, entity_id: str, mention: str, confidence: float) -> None:
+def link(conn: Connection, memory_id: str, entity_id: str, mention: str, confidence: float) -> None:
     conn.execute(
         "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
         " VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id, entity_id) DO UPDATE SET"
@@ -66,7 +66,7 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def persist(
-    conn: Any, triples: Iterable[EntityTriple], *, agent_id: str, memories: dict[str, str], job_id: str | None,
+    conn: Connection, triples: Iterable[EntityTriple], *, agent_id: str, memories: dict[str, str], job_id: str | None,
 ) -> dict[str, int]:
     """Write triples; link each memory (id -> content) to the entities its text names.
 
@@ -110,7 +110,7 @@ def candidate_names(content: str) -> list[str]:
     return sorted(grams)
 
 
-def inline_link(conn: Any, memory_id: str, content: str, agent_id: str, names: list[str] | None = None) -> int:
+def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, names: list[str] | None = None) -> int:
     """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
 
     Candidate names (:func:`candidate_names`, or ``names`` computed beforehand) are looked

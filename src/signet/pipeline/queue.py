@@ -20,6 +20,7 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from signet.store.records import now_iso
+from signet.store.sqlite import Connection
 
 JOB_TYPES = ("extract", "document_ingest")
 LIVE = ("pending", "leased")
@@ -49,7 +50,7 @@ class Job:
 
 
 def enqueue(
-    conn: Any, job_type: str, *, memory_id: str | None = None, payload: dict[str, Any] | None = None,
+    conn: Connection, job_type: str, *, memory_id: str | None = None, payload: dict[str, Any] | None = None,
     max_attempts: int = 3, document_id: str | None = None,
 ) -> tuple[str, bool]:
     """Insert a pending job; returns (job id, created).
@@ -84,7 +85,7 @@ def enqueue(
     return jid, True
 
 
-def lease(conn: Any, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
+def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
     """Atomically take the oldest pending job with attempts left (status leased, attempts+1)."""
     now = now_iso()
     marks = ",".join("?" for _ in job_types)
@@ -97,7 +98,7 @@ def lease(conn: Any, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
     return Job.from_row(row) if row is not None else None
 
 
-def heartbeat(conn: Any, job_id: str) -> bool:
+def heartbeat(conn: Connection, job_id: str) -> bool:
     """Renew a lease (``leased_at = now``) so a long job is not taken for a dead worker's."""
     now = now_iso()
     cur = conn.execute("UPDATE memory_jobs SET leased_at = ?, updated_at = ? WHERE id = ? AND status = 'leased'",
@@ -105,7 +106,7 @@ def heartbeat(conn: Any, job_id: str) -> bool:
     return bool(cur.rowcount)
 
 
-def complete(conn: Any, job_id: str, result: dict[str, Any], *, attempt: int | None = None) -> bool:
+def complete(conn: Connection, job_id: str, result: dict[str, Any], *, attempt: int | None = None) -> bool:
     """Mark a leased job completed; False when the lease was lost.
 
     ``attempt`` is the ``attempts`` value the caller's lease returned. It fences off a worker
@@ -122,7 +123,7 @@ def complete(conn: Any, job_id: str, result: dict[str, Any], *, attempt: int | N
     return bool(cur.rowcount)
 
 
-def fail(conn: Any, job_id: str, error: str, *, permanent: bool = False, attempt: int | None = None) -> str | None:
+def fail(conn: Connection, job_id: str, error: str, *, permanent: bool = False, attempt: int | None = None) -> str | None:
     """Record a failure: back to ``pending`` while attempts remain, else ``dead``.
 
     ``permanent`` errors (a job that can never succeed, e.g. its memory is gone) go to
@@ -141,7 +142,7 @@ def fail(conn: Any, job_id: str, error: str, *, permanent: bool = False, attempt
     return status
 
 
-def reap_stale(conn: Any, lease_timeout_ms: int) -> int:
+def reap_stale(conn: Connection, lease_timeout_ms: int) -> int:
     """Release leases older than the timeout (a worker died mid-job) back to ``pending``.
 
     A job whose attempts are used up goes to ``dead`` instead, so a job that kills its
@@ -164,12 +165,12 @@ def reap_stale(conn: Any, lease_timeout_ms: int) -> int:
     return int(dead) + int(released)
 
 
-def release_leases(conn: Any, lease_timeout_ms: int) -> int:
+def release_leases(conn: Connection, lease_timeout_ms: int) -> int:
     """Operator action (``POST /api/repair/release-leases``): same as the reaper, now."""
     return reap_stale(conn, lease_timeout_ms)
 
 
-def requeue_dead(conn: Any, *, limit: int = 50, job_id: str | None = None) -> list[str]:
+def requeue_dead(conn: Connection, *, limit: int = 50, job_id: str | None = None) -> list[str]:
     """Dead jobs back to ``pending`` with a fresh budget of attempts (at most ``limit`` per call).
 
     ``attempts`` keeps counting (the budget is added to ``max_attempts`` instead of resetting
@@ -192,7 +193,7 @@ def requeue_dead(conn: Any, *, limit: int = 50, job_id: str | None = None) -> li
     return [str(i) for i in ids]
 
 
-def stats(conn: Any) -> dict[str, Any]:
+def stats(conn: Connection) -> dict[str, Any]:
     """Depth by status and by type, oldest pending, dead count: for ``/api/pipeline/status``."""
     by_status = {s: 0 for s in ("pending", "leased", "completed", "failed", "dead")}
     by_type: dict[str, dict[str, int]] = {}

@@ -20,6 +20,7 @@ from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmProvider, RecordingLlm
 from signet.pipeline.worker import Processor, Worker
 from signet.store.database import Database
+from signet.store.sqlite import Connection
 
 LINK_NAMES = "link_names"
 """Key :meth:`Pipeline.prepare_remember` adds to the memory dict: the entity linker's candidate names."""
@@ -81,7 +82,7 @@ class Pipeline:
         if self.settings.graph.enabled:
             mem[LINK_NAMES] = graph.candidate_names(mem["content"])
 
-    def on_remember(self, conn: Any, mem: dict[str, Any]) -> None:
+    def on_remember(self, conn: Connection, mem: dict[str, Any]) -> None:
         """Inside the remember transaction: link entities, queue extraction (never for the
         pipeline's own facts, which would loop)."""
         if self.settings.graph.enabled:

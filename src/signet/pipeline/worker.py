@@ -50,6 +50,7 @@ from signet.pipeline.extraction import (
 from signet.pipeline.llm.base import LlmError, RecordingLlm
 from signet.pipeline.writes import Source, Writer
 from signet.store.scope import ReadScope
+from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
 
@@ -173,7 +174,7 @@ class Processor:
         triples = ex.entities if do_graph else []
         return self.db.write(lambda c: self.finish(c, job, src, result, triples, report.memories, report.deduped))
 
-    def finish(self, conn: Any, job: queue.Job, src: Source, result: JobResult, triples: list[EntityTriple],
+    def finish(self, conn: Connection, job: queue.Job, src: Source, result: JobResult, triples: list[EntityTriple],
                written: dict[str, str], deduped: list[str]) -> dict[str, Any]:
         """The job's last transaction: graph (in a savepoint), extraction status, completion.
 
@@ -201,13 +202,13 @@ class Processor:
         return self._complete(conn, job, result.as_dict())
 
     @staticmethod
-    def _complete(conn: Any, job: queue.Job, result: dict[str, Any]) -> dict[str, Any]:
+    def _complete(conn: Connection, job: queue.Job, result: dict[str, Any]) -> dict[str, Any]:
         if not queue.complete(conn, job.id, result, attempt=job.attempts):
             raise LeaseLost(f"job {job.id} attempt {job.attempts}: the lease was taken over")
         return result
 
 
-def _same_source_facts(conn: Any, ids: list[str], src: Source) -> dict[str, str]:
+def _same_source_facts(conn: Connection, ids: list[str], src: Source) -> dict[str, str]:
     """id -> content of the live memories among ``ids`` that the pipeline derived from ``src``."""
     if not ids:
         return {}

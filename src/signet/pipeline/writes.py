@@ -29,6 +29,7 @@ from signet.pipeline import contradiction
 from signet.pipeline.decision import Proposal
 from signet.store.records import record_history
 from signet.store.scope import UNSCOPED
+from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
 
@@ -87,7 +88,7 @@ class Writer:
         self.settings = settings
 
     # -- helpers ---------------------------------------------------------------------------
-    def _note(self, conn: Any, memory_id: str, meta: dict[str, Any], reason: str, *, shadow: bool) -> None:
+    def _note(self, conn: Connection, memory_id: str, meta: dict[str, Any], reason: str, *, shadow: bool) -> None:
         record_history(conn, memory_id, "none", old_content=None, new_content=meta["fact"]["content"],
                        changed_by=SHADOW_ACTOR if shadow else ACTOR, reason=reason, metadata=meta,
                        actor_type="daemon")
@@ -149,7 +150,7 @@ class Writer:
         return None
 
     # -- shadow ----------------------------------------------------------------------------
-    def _shadow(self, conn: Any, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
+    def _shadow(self, conn: Connection, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
                 report: WriteReport) -> None:
         for p, meta in zip(proposals, metas, strict=True):
             self._note(conn, p.target_id or source.ref, meta, f"shadow proposal: {p.action} ({p.reason})", shadow=True)
@@ -157,7 +158,7 @@ class Writer:
             report.rejected += int(p.rejected)
 
     # -- controlled writes -----------------------------------------------------------------
-    def _controlled(self, conn: Any, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
+    def _controlled(self, conn: Connection, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
                     vec_of: dict[int, Any], report: WriteReport) -> None:
         for p, meta in zip(proposals, metas, strict=True):
             if p.rejected:
@@ -172,7 +173,7 @@ class Writer:
             else:
                 self._gate_destructive(conn, p, meta, source, report)
 
-    def _add(self, conn: Any, p: Proposal, meta: dict[str, Any], source: Source, vector: Any,
+    def _add(self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source, vector: Any,
              report: WriteReport) -> None:
         why = self._admissible(p, meta)
         if why is not None:
@@ -203,7 +204,7 @@ class Writer:
         report.added.append(row["id"])
         report.memories[row["id"]] = row["content"]
 
-    def _gate_destructive(self, conn: Any, p: Proposal, meta: dict[str, Any], source: Source,
+    def _gate_destructive(self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source,
                           report: WriteReport) -> None:
         target = conn.execute("SELECT id, content, pinned, is_deleted FROM memories WHERE id = ?",
                               (p.target_id,)).fetchone()
@@ -251,7 +252,7 @@ class Writer:
             return
         full = json.dumps({**meta, "applied": True}, sort_keys=True)
 
-        def annotate(conn: Any) -> None:
+        def annotate(conn: Connection) -> None:
             # Merge the proposal into the event the service just wrote for this change.
             conn.execute(
                 "UPDATE memory_history SET metadata = json_patch(COALESCE(metadata, '{}'), ?) WHERE id = ("

@@ -14,12 +14,13 @@ from __future__ import annotations
 from typing import Any
 
 from signet.search.keyword_mirror import KeywordMirror
+from signet.store.sqlite import Connection
 
 OVERFETCH = 4
 
 
 def keyword_pool(
-    conn: Any, table: str, rank: str, match: str, where: str, params: list[Any], pool: int, *,
+    conn: Connection, table: str, rank: str, match: str, where: str, params: list[Any], pool: int, *,
     selective: bool = False,
 ) -> list[tuple[str, float]]:
     """(memory id, raw BM25) of the best ``pool`` filtered matches, best first.
@@ -45,7 +46,7 @@ def keyword_pool(
 
 
 def mirrored_pool(
-    conn: Any, mirror: KeywordMirror, terms: list[tuple[str, bool]], where: str, params: list[Any], pool: int, *,
+    conn: Connection, mirror: KeywordMirror, terms: list[tuple[str, bool]], where: str, params: list[Any], pool: int, *,
     project: str | None = None, created_between: tuple[float, float] | None = None,
 ) -> list[tuple[str, float]] | None:
     """:func:`keyword_pool` over ``memories_ctx_fts`` answered by its in-memory mirror
@@ -67,7 +68,7 @@ def mirrored_pool(
     return None
 
 
-def _allowed(conn: Any, top: list[tuple[int, float]], where: str, params: list[Any]) -> list[tuple[str, float]]:
+def _allowed(conn: Connection, top: list[tuple[int, float]], where: str, params: list[Any]) -> list[tuple[str, float]]:
     """(memory id, score) of the ``top`` (seq, score) rows that pass ``where``, in order."""
     seqs = [seq for seq, _ in top]
     allowed: dict[int, str] = {}
@@ -83,7 +84,7 @@ def _allowed(conn: Any, top: list[tuple[int, float]], where: str, params: list[A
 
 
 def _filtered(
-    conn: Any, table: str, rank: str, match: str, where: str, params: list[Any], pool: int
+    conn: Connection, table: str, rank: str, match: str, where: str, params: list[Any], pool: int
 ) -> list[tuple[str, float]]:
     # CROSS JOIN pins the FTS table as the outer loop (with a plain JOIN and no statistics
     # SQLite ran the MATCH once per memory row).

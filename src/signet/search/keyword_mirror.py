@@ -36,7 +36,7 @@ from signet.models import KeywordIndexState
 from signet.search.keywords import KeywordIndex, Phrase, RowData
 from signet.search.tokens import token_counts, tokens
 from signet.store.database import Database
-from signet.store.sqlite import sqlite3
+from signet.store.sqlite import Connection, sqlite3
 from signet.store.thread_context import CONTEXT_WEIGHT
 
 log = logging.getLogger(__name__)
@@ -84,7 +84,7 @@ def _varints(blob: bytes) -> list[int]:
     return out
 
 
-def table_stats(conn: Any) -> tuple[int, int]:
+def table_stats(conn: Connection) -> tuple[int, int]:
     """(rows, tokens) of ``memories_ctx_fts`` from FTS5's own averages record (one point read).
 
     The mirror compares them with its own after every catch-up: a table changed outside the
@@ -97,7 +97,7 @@ def table_stats(conn: Any) -> tuple[int, int]:
     return values[0], sum(values[1:])
 
 
-def _last_id(conn: Any) -> int:
+def _last_id(conn: Connection) -> int:
     """The newest log entry's id (0 for an empty log)."""
     return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0])
 
@@ -201,7 +201,7 @@ class KeywordMirror:
         meanwhile. The new index replaces the old one with its own cursor."""
         self._ready.clear()
 
-        def read(conn: Any) -> tuple[KeywordIndex, int, tuple[int, int]]:
+        def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int]]:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
             fresh.load(_row_data(r) for r in conn.execute(_ROWS))
@@ -219,10 +219,10 @@ class KeywordMirror:
         self._ready.set()
         log.info("keyword index ready: %d rows, %d postings", len(fresh), fresh.postings)
 
-    def _backlog(self, conn: Any) -> int:
+    def _backlog(self, conn: Connection) -> int:
         return _last_id(conn) - self._cursor
 
-    def catch_up(self, conn: Any, limit: int, *, wait: bool = True, partial: bool = False) -> bool:
+    def catch_up(self, conn: Connection, limit: int, *, wait: bool = True, partial: bool = False) -> bool:
         """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``
         (with ``partial``, the first ``limit`` of them). False, with nothing applied, when more
         are waiting (without ``partial``), the index must be rebuilt, or (without ``wait``)
@@ -234,7 +234,7 @@ class KeywordMirror:
         finally:
             self._sync.release()
 
-    def _apply_log(self, conn: Any, limit: int, partial: bool) -> bool:
+    def _apply_log(self, conn: Connection, limit: int, partial: bool) -> bool:
         """The body of :meth:`catch_up`, under its lock."""
         entries = conn.execute(
             "SELECT id, seq FROM keyword_changes WHERE id > ? ORDER BY id LIMIT ?", (self._cursor, limit + 1)
@@ -270,7 +270,7 @@ class KeywordMirror:
 
     # -- search ----------------------------------------------------------------------------
     def search(
-        self, conn: Any, terms: list[tuple[str, bool]], k: int, *, project: str | None = None,
+        self, conn: Connection, terms: list[tuple[str, bool]], k: int, *, project: str | None = None,
         created_between: tuple[float, float] | None = None,
     ) -> list[tuple[int, float]] | None:
         """(seq, bm25) of the best ``k`` rows, as FTS5 would rank them; None when the caller

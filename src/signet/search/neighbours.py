@@ -20,12 +20,11 @@ combined vectors; rescoring gets the same figure at a fraction of the cost).
 
 from __future__ import annotations
 
-from typing import Any
-
 import numpy as np
 
 from signet.embedding.base import Vectors
 from signet.search.vectors import VectorIndex
+from signet.store.sqlite import Connection
 from signet.store.thread_context import same_thread
 
 VECTOR_CONTEXT_WEIGHT = 0.6
@@ -44,7 +43,7 @@ FROM memories m WHERE m.source_id IS NOT NULL AND m.id IN ({{marks}})
 """
 
 
-def thread_neighbours(conn: Any, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
+def thread_neighbours(conn: Connection, ids: list[str]) -> dict[str, tuple[str | None, str | None]]:
     """For each memory with a thread: the live memory just before and just after it.
 
     Uses ``idx_memories_thread`` (source_id, seq): two index seeks per memory.

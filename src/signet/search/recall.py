@@ -47,6 +47,7 @@ from signet.search.vectors import VectorIndex
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.records import load_tags, to_iso
+from signet.store.sqlite import Connection
 from signet.store.thread_context import CONTEXT_WEIGHT
 
 T = TypeVar("T")
@@ -256,7 +257,7 @@ class Recaller:
             candidates[mid].score = score
 
     def _keyword_pools(
-        self, conn: Any, query: _Keywords, where: str, params: list[Any], pool: int,
+        self, conn: Connection, query: _Keywords, where: str, params: list[Any], pool: int,
         window: tuple[datetime, datetime] | None, *, context: bool = True, selective: bool = False,
     ) -> list[tuple[str, float]]:
         """The keyword pool, then (when the query names a time) the best matches of that period
@@ -269,7 +270,7 @@ class Recaller:
                                        context=context, selective=True, window=window))
 
     def _fts(
-        self, conn: Any, query: _Keywords, where: str, params: list[Any], pool: int, *, context: bool = True,
+        self, conn: Connection, query: _Keywords, where: str, params: list[Any], pool: int, *, context: bool = True,
         selective: bool = False, window: tuple[datetime, datetime] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 keyword pool; with ``context`` over content + thread context (signet.store.thread_context),
@@ -318,7 +319,7 @@ class Recaller:
             k *= 4
 
     @staticmethod
-    def _allowed(conn: Any, ids: list[str], where: str, params: list[Any]) -> set[str]:
+    def _allowed(conn: Connection, ids: list[str], where: str, params: list[Any]) -> set[str]:
         out: set[str] = set()
         for i in range(0, len(ids), 500):
             chunk = ids[i : i + 500]

@@ -16,9 +16,9 @@ lookup). Deletions are not subtracted: a stale count can only keep or drop one k
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 from signet.search.rank import name_keys
+from signet.store.sqlite import Connection
 
 DOMINANT_SHARE = 0.2
 """A name said by at least this share of the memories in scope is too common to search for."""
@@ -33,7 +33,7 @@ class SpeakerNames:
         self._said_all: dict[str, int] = {}  # the same over every project (recall without a project)
         self._total_all = 0
 
-    def refresh(self, conn: Any) -> None:
+    def refresh(self, conn: Connection) -> None:
         """Read the ``who`` values of memories stored since the last call."""
         top = int(conn.execute("SELECT COALESCE(MAX(seq), 0) FROM memories").fetchone()[0])
         with self._lock:

@@ -16,13 +16,12 @@ import hashlib
 import time
 from dataclasses import dataclass
 from datetime import UTC, datetime
-from typing import Any
 
 from signet.store.schema_auth import AUTH_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
-from signet.store.sqlite import sqlite3
+from signet.store.sqlite import Connection, sqlite3
 from signet.store.thread_context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 
 
@@ -295,12 +294,12 @@ def split_statements(sql: str) -> list[str]:
     return statements
 
 
-def applied_versions(conn: Any) -> dict[int, str]:
+def applied_versions(conn: Connection) -> dict[int, str]:
     rows = conn.execute("SELECT version, checksum FROM schema_migrations").fetchall()
     return {int(r[0]): str(r[1]) for r in rows}
 
 
-def migrate(conn: Any, migrations: list[Migration] | None = None) -> list[int]:
+def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list[int]:
     """Apply every migration not yet recorded; return the versions applied now.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in

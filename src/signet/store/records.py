@@ -9,6 +9,7 @@ from typing import Any
 
 from signet.models import Memory
 from signet.store.decay import effective_importance
+from signet.store.sqlite import Connection
 
 
 def now_iso() -> str:
@@ -66,7 +67,7 @@ def memory_from_row(row: Any, decay_rate: float) -> Memory:
 
 
 def record_history(
-    conn: Any,
+    conn: Connection,
     memory_id: str,
     event: str,
     *,

@@ -11,6 +11,7 @@ import uuid
 from datetime import UTC, datetime
 from typing import Any
 
+from signet.store.sqlite import Connection
 from signet.transcript import Turn, render_transcript
 
 
@@ -23,7 +24,7 @@ def session_key(harness: str, session_id: str) -> str:
 
 
 def touch_session(
-    conn: Any, key: str, harness: str, project: str | None, agent_id: str, *, advance: bool = False
+    conn: Connection, key: str, harness: str, project: str | None, agent_id: str, *, advance: bool = False
 ) -> int:
     """Create or refresh a hook session; with ``advance`` count one more prompt turn. Returns the turn."""
     now = now_iso()
@@ -39,14 +40,14 @@ def touch_session(
     return int(conn.execute("SELECT turn FROM hook_sessions WHERE session_key = ?", (key,)).fetchone()[0])
 
 
-def recently_injected(conn: Any, key: str, since_turn: int) -> set[str]:
+def recently_injected(conn: Connection, key: str, since_turn: int) -> set[str]:
     rows = conn.execute(
         "SELECT memory_id FROM hook_injections WHERE session_key = ? AND turn >= ?", (key, since_turn)
     )
     return {r[0] for r in rows}
 
 
-def record_injections(conn: Any, key: str, memory_ids: list[str], turn: int, event: str) -> None:
+def record_injections(conn: Connection, key: str, memory_ids: list[str], turn: int, event: str) -> None:
     now = now_iso()
     conn.executemany(
         "INSERT INTO hook_injections(session_key, memory_id, turn, event, injected_at) VALUES (?, ?, ?, ?, ?)"
@@ -57,7 +58,7 @@ def record_injections(conn: Any, key: str, memory_ids: list[str], turn: int, eve
 
 
 def store_transcript(
-    conn: Any, key: str, turns: list[Turn], *, harness: str, project: str | None, agent_id: str
+    conn: Connection, key: str, turns: list[Turn], *, harness: str, project: str | None, agent_id: str
 ) -> None:
     """Replace a session's turns and its ``session_transcripts`` row (idempotent per session)."""
     conn.execute("DELETE FROM transcript_turns WHERE session_key = ?", (key,))
@@ -74,7 +75,7 @@ def store_transcript(
     )
 
 
-def transcript_turns(conn: Any, key: str) -> list[Turn]:
+def transcript_turns(conn: Connection, key: str) -> list[Turn]:
     rows = conn.execute(
         "SELECT role, content, created_at FROM transcript_turns WHERE session_key = ? ORDER BY turn_index", (key,)
     )
@@ -82,7 +83,7 @@ def transcript_turns(conn: Any, key: str) -> list[Turn]:
 
 
 def upsert_conversation(
-    conn: Any, key: str, session_id: str, *, harness: str, project: str | None, agent_id: str,
+    conn: Connection, key: str, session_id: str, *, harness: str, project: str | None, agent_id: str,
     started_at: str, ended_at: str, summary: str | None,
 ) -> None:
     now = now_iso()
@@ -96,7 +97,7 @@ def upsert_conversation(
 
 
 def upsert_handoff(
-    conn: Any, key: str, *, harness: str, project: str | None, agent_id: str, kind: str, content: str
+    conn: Connection, key: str, *, harness: str, project: str | None, agent_id: str, kind: str, content: str
 ) -> str:
     now = now_iso()
     row = conn.execute("SELECT id FROM session_handoffs WHERE session_key = ?", (key,)).fetchone()
@@ -116,7 +117,7 @@ def upsert_handoff(
     return hid
 
 
-def latest_handoff(conn: Any, *, project: str | None, agent_id: str, exclude_key: str | None) -> Any:
+def latest_handoff(conn: Connection, *, project: str | None, agent_id: str, exclude_key: str | None) -> Any:
     """The newest handoff of another session of this project (of any project when unknown)."""
     clause, params = ("project = ?", [project]) if project is not None else ("1=1", [])
     return conn.execute(
@@ -126,7 +127,7 @@ def latest_handoff(conn: Any, *, project: str | None, agent_id: str, exclude_key
     ).fetchone()
 
 
-def enqueue_extraction(conn: Any, payload: dict[str, Any], *, max_attempts: int) -> str:
+def enqueue_extraction(conn: Connection, payload: dict[str, Any], *, max_attempts: int) -> str:
     """A pending ``extract`` job in ``memory_jobs`` for the pipeline worker to lease.
 
     ``max_attempts`` is the pipeline's ``maxAttempts`` setting; it has no default here so no
@@ -155,11 +156,11 @@ def enqueue_extraction(conn: Any, payload: dict[str, Any], *, max_attempts: int)
     return jid
 
 
-def ingested(conn: Any, content_hash: str) -> Any:
+def ingested(conn: Connection, content_hash: str) -> Any:
     return conn.execute("SELECT * FROM ingested_files WHERE content_hash = ?", (content_hash,)).fetchone()
 
 
-def record_ingest(conn: Any, content_hash: str, path: str, adapter: str, key: str, turns: int) -> None:
+def record_ingest(conn: Connection, content_hash: str, path: str, adapter: str, key: str, turns: int) -> None:
     conn.execute(
         "INSERT OR REPLACE INTO ingested_files(content_hash, path, adapter, session_key, turns, ingested_at)"
         " VALUES (?, ?, ?, ?, ?, ?)",

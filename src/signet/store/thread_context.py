@@ -29,7 +29,8 @@ The legacy keyword-only search (``alpha`` = 0) keeps using ``memories_fts`` (con
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
+
+from signet.store.sqlite import Connection
 
 CONTEXT_BEFORE = 3
 """How many earlier memories of the same thread form part of a memory's context."""
@@ -177,7 +178,7 @@ RESET_ALL = "INSERT INTO keyword_changes(seq) VALUES (NULL)"
 """Logged by a write that rewrites the whole table outside the triggers (:func:`rebuild`)."""
 
 
-def rebuild(conn: Any) -> int:
+def rebuild(conn: Connection) -> int:
     """Re-index every memory with its context (repair); returns the number of rows indexed.
 
     The rows are rewritten (contexts recomputed), then FTS5 rebuilds its index and statistics
@@ -189,7 +190,7 @@ def rebuild(conn: Any) -> int:
     return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
 
 
-def context_of(conn: Any, seq: int) -> str | None:
+def context_of(conn: Connection, seq: int) -> str | None:
     """The indexed context text of one memory (None when it is not indexed)."""
     row = conn.execute("SELECT context FROM memories_ctx_fts WHERE rowid = ?", (seq,)).fetchone()
     return None if row is None else str(row[0])

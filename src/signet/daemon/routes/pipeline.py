@@ -12,6 +12,7 @@ from signet.daemon.deps import RuntimeDep
 from signet.errors import NotFound
 from signet.models import ErrorResponse
 from signet.pipeline import queue
+from signet.store.sqlite import Connection
 
 router = APIRouter(tags=["pipeline"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
                                                  422: {"model": ErrorResponse}})
@@ -138,7 +139,7 @@ def list_jobs(
             params.append(val)
     where = " AND ".join(clauses) or "1=1"
 
-    def read(conn: Any) -> tuple[int, list[Any]]:
+    def read(conn: Connection) -> tuple[int, list[Any]]:
         total = conn.execute(f"SELECT COUNT(*) FROM memory_jobs WHERE {where}", params).fetchone()[0]
         rows = list(conn.execute(f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC"
                                  " LIMIT ? OFFSET ?", (*params, limit, offset)))

@@ -2,15 +2,13 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
 from signet.models import ErrorResponse, StrictModel
 from signet.store import thread_context as context
-from signet.store.sqlite import sqlite3
+from signet.store.sqlite import Connection, sqlite3
 
 router = APIRouter(tags=["repair"], responses={422: {"model": ErrorResponse}})
 
@@ -67,7 +65,7 @@ def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCh
     while leaving the other broken would leave recall answering differently by route.
     """
 
-    def count(conn: Any) -> tuple[int, int, int, bool]:
+    def count(conn: Connection) -> tuple[int, int, int, bool]:
         memories = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
         indexed = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
         context_indexed = conn.execute("SELECT COUNT(*) FROM memories_ctx_fts_docsize").fetchone()[0]
@@ -79,7 +77,7 @@ def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCh
             ok = False
         return int(memories), int(indexed), int(context_indexed), ok
 
-    def rebuild(conn: Any) -> int:
+    def rebuild(conn: Connection) -> int:
         conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
         return context.rebuild(conn)
 

@@ -6,7 +6,6 @@ from collections.abc import Callable
 
 from fastapi.testclient import TestClient
 
-from signet.auth.state import auth_state
 from signet.daemon.app import create_app
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, token_for
@@ -28,7 +27,7 @@ def test_n_plus_one_gets_429_with_retry_after(make_workspace: Callable[..., Work
                    rateLimits=LIMITS)
     rt = start_runtime(ws)
     clock = Clock()
-    auth_state(rt).limiter.clock = clock
+    rt.auth.limiter.clock = clock
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost", client=("10.0.0.7", 1)) as c:
             alice, bob = bearer(token_for(ws, "agent", sub="alice")), bearer(token_for(ws, "agent", sub="bob"))
@@ -60,7 +59,7 @@ def test_hybrid_local_callers_are_limited_by_actor(make_workspace: Callable[...,
     ws = configure(make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "hybrid",
                    rateLimits=LIMITS)
     rt = start_runtime(ws)
-    auth_state(rt).limiter.clock = Clock()
+    rt.auth.limiter.clock = Clock()
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1", client=("127.0.0.1", 1)) as c:
             codes = [c.get("/api/memories", headers={"X-Signet-Actor": "script"}).status_code for _ in range(4)]

@@ -13,7 +13,6 @@ from collections.abc import Callable
 import pytest
 from fastapi.testclient import TestClient
 
-from signet.auth.state import auth_state
 from signet.auth.tokens import issue, load_secret, secret_path, verify
 from signet.daemon.app import create_app
 from signet.errors import InvalidRequest, Unauthorized
@@ -83,7 +82,7 @@ def test_expiry_is_honoured(make_workspace: Callable[..., Workspace]) -> None:
     rt = start_runtime(ws)
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost", client=("10.9.9.9", 1)) as c:
-            st = auth_state(rt)
+            st = rt.auth.synced()
             st.clock = lambda: issued + 59
             assert c.get("/api/memories", headers=bearer(short)).status_code == 200
             st.clock = lambda: issued + 60

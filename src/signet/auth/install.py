@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import FastAPI
 from starlette.middleware.cors import CORSMiddleware
 
@@ -13,12 +11,11 @@ from signet.config import Settings
 from signet.errors import ConfigError
 
 
-def install_auth(app: FastAPI) -> None:
+def install_auth(app: FastAPI, settings: Settings) -> None:
     """Add the auth middleware (the agent roster is synced when the runtime starts, or, for a
     runtime started before the app was built, on the first request)."""
     app.add_middleware(AuthMiddleware)
-    runtime: Any = app.state.runtime
-    origins = runtime.settings.auth.cors_origins
+    origins = settings.auth.cors_origins
     if origins:  # closed unless configured: no CORS headers, browser pages of other sites get nothing
         app.add_middleware(
             CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "PATCH", "DELETE"],

@@ -22,7 +22,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from signet.asgi import header, read_body, replay
 from signet.auth.agents import resolve_agent_id
 from signet.auth.policy import role_allows, route_permission
-from signet.auth.state import AuthContext, AuthState, auth_state, is_loopback
+from signet.auth.state import AuthContext, AuthState, is_loopback
 from signet.auth.tokens import Claims
 from signet.errors import Forbidden, RateLimited, SignetError, Unauthorized
 from signet.store.scope import UNSCOPED, ReadScope
@@ -39,7 +39,7 @@ class AuthMiddleware:
         if scope["type"] not in ("http", "websocket"):
             await self.app(scope, receive, send)
             return
-        state = auth_state(scope["app"].state.runtime)
+        state: AuthState = scope["app"].state.runtime.auth.synced()
         try:
             receive = await self._check(state, scope, receive)
         except SignetError as exc:

@@ -82,6 +82,13 @@ class AuthState:
             return
         self.roster_synced = True
 
+    def synced(self) -> AuthState:
+        """This state, its agent roster written to the database (a runtime started before its
+        app was built syncs on the first request)."""
+        if not self.roster_synced:
+            self.sync_roster()
+        return self
+
     @property
     def secret(self) -> bytes:
         if self._secret is None:
@@ -128,11 +135,4 @@ def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -
     return claims
 
 
-def auth_state(runtime: Any) -> AuthState:
-    """The runtime's AuthState, its agent roster written once the database is open (a runtime
-    started before its app was built syncs on the first request). ``runtime`` is the app
-    state's runtime: the composition root sits above this layer, so it is not typed here."""
-    st: AuthState = runtime.auth
-    if not st.roster_synced:
-        st.sync_roster()
-    return st
+

@@ -67,7 +67,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     app.state.mcp = mount_mcp(app, rt)
     app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
-    install_auth(app)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
+    install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     return app
 

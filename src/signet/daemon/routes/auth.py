@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
-from signet.auth.state import AuthContext, auth_state, revoke
+from signet.auth.state import AuthContext, revoke
 from signet.auth.tokens import Role, issue
 from signet.daemon.deps import RuntimeDep
 from signet.store.scope import UNSCOPED, ReadScope
@@ -52,7 +52,7 @@ class WhoAmI(BaseModel):
 def whoami(request: Request, runtime: RuntimeDep) -> WhoAmI:
     ctx = getattr(request.state, "auth", None)
     if not isinstance(ctx, AuthContext):
-        ctx = AuthContext(auth_state(runtime).mode, local=True)
+        ctx = AuthContext(runtime.auth.synced().mode, local=True)
     scope = getattr(request.state, "scope", UNSCOPED)
     scope = scope if isinstance(scope, ReadScope) else UNSCOPED
     return WhoAmI(
@@ -64,7 +64,7 @@ def whoami(request: Request, runtime: RuntimeDep) -> WhoAmI:
 
 @router.post("/token")
 def create_token(body: TokenRequest, runtime: RuntimeDep) -> TokenResponse:
-    st = auth_state(runtime)
+    st = runtime.auth.synced()
     token, claims = issue(
         st.secret, sub=body.sub, role=body.role, ttl_s=body.ttl_seconds or runtime.settings.auth.default_ttl_s,
         project=body.project, agent=body.agent, user=body.user,
@@ -74,6 +74,6 @@ def create_token(body: TokenRequest, runtime: RuntimeDep) -> TokenResponse:
 
 @router.post("/revoke")
 def revoke_token(body: RevokeRequest, runtime: RuntimeDep) -> dict[str, Any]:
-    st = auth_state(runtime)
+    st = runtime.auth.synced()
     claims = revoke(runtime.db, body.token, st.secret, body.reason)
     return {"revoked": True, "sub": claims.sub, "exp": claims.exp}

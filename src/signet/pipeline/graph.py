@@ -1,6 +1,7 @@
 """Knowledge-graph writes: entity triples from extraction, and the inline entity linker.
 
-Entities are keyed by ``canonical_name`` (lowercase, whitespace collapsed); relations by
+Entities are keyed by agent and ``canonical_name`` (lowercase, whitespace collapsed; one agent's
+"Alice" is not another's, migration 11); relations by
 (source, target, type). Both count their mentions. ``memory_entity_mentions`` links a
 memory to the entities its text names. Everything here runs inside a write transaction
 the caller opened.
@@ -31,7 +32,7 @@ def upsert_entity(conn: Connection, name: str, agent_id: str) -> str:
     now = now_iso()
     row = conn.execute(
         "INSERT INTO entities(id, name, canonical_name, mentions, agent_id, created_at, updated_at)"
-        " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT(canonical_name) DO UPDATE SET mentions = mentions + 1,"
+        " VALUES (?, ?, ?, 1, ?, ?, ?) ON CONFLICT(agent_id, canonical_name) DO UPDATE SET mentions = mentions + 1,"
         " updated_at = excluded.updated_at RETURNING id",
         (str(uuid.uuid4()), " ".join(name.split()), canon, agent_id, now, now),
     ).fetchone()

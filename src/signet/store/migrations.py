@@ -19,6 +19,7 @@ from datetime import UTC, datetime
 
 from signet.store.schema_auth import AUTH_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
+from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
 from signet.store.sqlite import Connection, sqlite3
@@ -30,6 +31,9 @@ class Migration:
     version: int
     name: str
     sql: str
+    foreign_keys_off: bool = False
+    """Run with foreign keys off (a table rebuild, whose DROP would otherwise cascade); the
+    foreign keys are checked before the migration commits."""
 
     @property
     def checksum(self) -> str:
@@ -256,6 +260,7 @@ MIGRATIONS: list[Migration] = [
     Migration(8, "scoped_dedupe", SCOPED_DEDUPE_SCHEMA),
     Migration(9, "unembedded_index", UNEMBEDDED_SCHEMA),
     Migration(10, "keyword_change_log", KEYWORD_LOG_SCHEMA),
+    Migration(11, "entities_per_agent", ENTITIES_PER_AGENT_SCHEMA, foreign_keys_off=True),
 ]
 
 BOOKKEEPING = """
@@ -322,6 +327,9 @@ def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list
         if m.version in done:
             continue
         started = time.perf_counter()
+        fk_on = bool(conn.execute("PRAGMA foreign_keys").fetchone()[0])
+        if m.foreign_keys_off:
+            conn.execute("PRAGMA foreign_keys = OFF")  # a no-op inside a transaction: set before BEGIN
         conn.execute("BEGIN IMMEDIATE")
         try:
             # Re-check under the write lock: another process may have applied it meanwhile.
@@ -330,6 +338,8 @@ def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list
                 continue
             for stmt in split_statements(m.sql):
                 conn.execute(stmt)
+            if m.foreign_keys_off and (broken := conn.execute("PRAGMA foreign_key_check").fetchall()):
+                raise MigrationError(f"migration {m.version} ({m.name}) broke {len(broken)} foreign keys")
             now = datetime.now(UTC).isoformat()
             conn.execute(
                 "INSERT INTO schema_migrations(version, name, applied_at, checksum) VALUES (?, ?, ?, ?)",
@@ -343,5 +353,8 @@ def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list
         except BaseException:
             conn.execute("ROLLBACK")
             raise
+        finally:
+            if m.foreign_keys_off and fk_on:
+                conn.execute("PRAGMA foreign_keys = ON")
         applied.append(m.version)
     return applied

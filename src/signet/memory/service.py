@@ -165,7 +165,10 @@ class MemoryService:
             (content_hash, agent_id, project or "", exclude_id),
         ).fetchone()
 
-    def _insert(self, conn: Connection, mem: dict[str, Any], changed_by: str, actor_type: str | None) -> tuple[Any, bool]:
+    def _insert(
+        self, conn: Connection, mem: dict[str, Any], changed_by: str, actor_type: str | None, *,
+        reason: str = "remember", note: dict[str, Any] | None = None, vector: Any = None,
+    ) -> tuple[Any, bool]:
         """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped).
 
         One statement does the dedupe and the insert: the unique index of migration 8 turns a
@@ -185,9 +188,12 @@ class MemoryService:
             return existing, True
         record_history(
             conn, mem["id"], "created", old_content=None, new_content=mem["content"],
-            changed_by=changed_by, reason="remember", actor_type=actor_type,
-            metadata={"type": mem["type"], "source_type": mem["source_type"]},
+            changed_by=changed_by, reason=reason, actor_type=actor_type,
+            metadata={"type": mem["type"], "source_type": mem["source_type"], **(note or {})},
         )
+        if vec is None and vector is not None and self.embeddings.model_key:
+            self._store_vector(conn, mem["id"], mem["content_hash"], mem["content"], vector)
+            vec = vector
         if vec is not None:
             self._index_vector(mem["id"], vec, mem["project"], mem["created_at"])
         for hook in self.on_remember_tx:
@@ -269,6 +275,50 @@ class MemoryService:
         if any(not d for _, d in results):
             self.embeddings.notify()
         return [self._remember_response(row, d) for row, d in results]
+
+    # -- writes inside a caller's transaction ------------------------------------------------
+    # The pipeline applies an LLM's decisions through these, on the writer thread inside one
+    # ``db.write``: a memory, its history row (with the decision in its metadata) and its
+    # vector commit together or not at all. No scope: they are the daemon's own writes, whose
+    # owner was settled when the source was accepted.
+
+    def remember_in(
+        self, conn: Connection, req: RememberRequest, *, changed_by: str, actor_type: str | None = None,
+        reason: str = "remember", note: dict[str, Any] | None = None, vector: Any = None,
+    ) -> tuple[Any, bool]:
+        """Store (or dedupe) one memory; ``note`` joins its history metadata, ``vector`` (computed
+        before the transaction) is stored with it. Returns (row, deduped)."""
+        return self._insert(conn, self._prepare(req, UNSCOPED), changed_by, actor_type,
+                            reason=reason, note=note, vector=vector)
+
+    def modify_in(
+        self, conn: Connection, patch: ModifyPatch, *, reason: str, changed_by: str, actor_type: str | None = None,
+        vector: Any = None, note: dict[str, Any] | None = None,
+    ) -> ModifyResult:
+        """Apply one patch; ``vector`` is the new content's embedding (see :meth:`embed_for_write`)."""
+        return self._patch_in(conn, patch, reason, changed_by, actor_type, UNSCOPED, vector, note)
+
+    def delete_in(
+        self, conn: Connection, memory_id: str, *, reason: str, changed_by: str, actor_type: str | None = None,
+        force: bool = False, note: dict[str, Any] | None = None,
+    ) -> int | None:
+        """Soft (or, with ``force``, hard) delete; the new version, None if the memory is gone."""
+        return self._delete_in_tx(conn, memory_id, reason, changed_by, actor_type, force, None, note)
+
+    def embed_for_write(self, memory_id: str, text: str) -> Any:
+        """The embedding of text about to be written, or None (left for the background embedder).
+
+        Called before the write transaction: the write lock is never held on a model call."""
+        try:
+            vecs = self.embeddings.embed_texts([text]) if self.embeddings.ready else None
+        except EmbeddingError as exc:
+            # A remote embedder that is down or timing out must not cost the edit: the new
+            # content is written without a vector (embedding_model NULL, so it is pending) and
+            # the background embedder fills it in, as for a remember.
+            log.warning("embedding the new content of memory %s failed, left for the background embedder: %s",
+                        memory_id, exc)
+            return None
+        return vecs[0] if vecs is not None else None
 
     # -- recall ----------------------------------------------------------------------------
     def recall(self, req: RecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
@@ -437,95 +487,86 @@ class MemoryService:
     ) -> ModifyResult:
         if p.project is not None:
             scope.check_project(p.project)
-        writable = scope.writable()
-        new_content = parse_content(p.content) if p.content is not None else None
-        vector = None
-        if new_content is not None:
-            # Embed before the write transaction (never hold the write lock on a model call).
-            try:
-                vecs = self.embeddings.embed_texts([new_content.content]) if self.embeddings.ready else None
-            except EmbeddingError as exc:
-                # A remote embedder that is down or timing out must not cost the edit: the
-                # new content is written without a vector (embedding_model NULL, so it is
-                # pending) and the background embedder fills it in, as for a remember.
-                log.warning("embedding the modified memory %s failed, left for the background embedder: %s",
-                            p.id, exc)
-                vecs = None
-            vector = vecs[0] if vecs is not None else None
-
-        def write(conn: Connection) -> ModifyResult:
-            row = self._row(conn, p.id)
-            if row is None or not scope.allows(row):
-                return ModifyResult(id=p.id, status="not_found", error="memory not found")
-            if not writable.allows(row):
-                return ModifyResult(id=p.id, status="forbidden", error="the memory belongs to another agent")
-            if row["is_deleted"]:
-                return ModifyResult(id=p.id, status="deleted", currentVersion=row["version"],
-                                    error="memory is deleted; recover it first")
-            if p.if_version is not None and p.if_version != row["version"]:
-                return ModifyResult(id=p.id, status="version_conflict", currentVersion=row["version"],
-                                    error=f"expected version {p.if_version}, found {row['version']}")
-            sets: dict[str, Any] = {}
-            if new_content is not None and new_content.content != row["content"]:
-                sets.update(content=new_content.content, normalized_content=new_content.normalized,
-                            content_hash=new_content.hash)
-            for key in ("type", "importance", "who", "why", "project"):
-                val = getattr(p, key)
-                if val is not None:
-                    val = val.value if hasattr(val, "value") else val
-                    if val != row[key]:
-                        sets[key] = val
-            if p.tags is not None and p.tags != load_tags(row["tags"]):
-                sets["tags"] = json.dumps(p.tags)
-            if p.pinned is not None and int(p.pinned) != row["pinned"]:
-                sets["pinned"] = int(p.pinned)
-            if not sets:
-                return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"],
-                                    newVersion=row["version"])
-            if "content_hash" in sets or "project" in sets:
-                # New text, or a move to another project: the target scope must not hold it already.
-                dup = self._live_duplicate(conn, sets.get("content_hash", row["content_hash"]), row["agent_id"],
-                                           sets.get("project", row["project"]), exclude_id=p.id)
-                if dup is not None:
-                    return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
-                                        duplicateMemoryId=dup["id"], error="content duplicates another memory")
-            new_version = int(row["version"]) + 1
-            sets.update(version=new_version, updated_at=now_iso(), updated_by=changed_by,
-                        update_count=int(row["update_count"]) + 1)
-            content_changed = "content" in sets
-            if content_changed:
-                sets["embedding_model"] = None
-            assignments = ", ".join(f"{k} = :{k}" for k in sets)
-            conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", {**sets, "id": p.id})
-            changed = sorted(k for k in sets if k not in ("version", "updated_at", "updated_by", "update_count",
-                                                           "normalized_content", "content_hash", "embedding_model"))
-            record_history(
-                conn, p.id, "modified", old_content=row["content"],
-                new_content=sets.get("content", row["content"]), changed_by=changed_by, reason=reason,
-                actor_type=actor_type,
-                metadata={"fields": changed, "fromVersion": row["version"], "toVersion": new_version,
-                          "previous": {k: row[k] for k in changed if k != "content"}},
-            )
-            embedded = False
-            project = sets.get("project", row["project"])
-            if content_changed:
-                self.index.remove(p.id)
-                assert new_content is not None
-                if vector is not None:
-                    self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
-                    self.index.upsert(p.id, vector, project, row["created_at"])
-                    embedded = True
-                else:
-                    embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
-            elif "project" in sets:
-                self.index.set_project(p.id, project)
-            return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
-                                contentChanged=content_changed, embedded=embedded)
-
-        result = self.db.write(write)
+        vector = self.embed_for_write(p.id, parse_content(p.content).content) if p.content is not None else None
+        result = self.db.write(lambda conn: self._patch_in(conn, p, reason, changed_by, actor_type, scope, vector))
         if result.contentChanged and not result.embedded:
             self.embeddings.notify()
         return result
+
+    def _patch_in(
+        self, conn: Connection, p: ModifyPatch, reason: str, changed_by: str, actor_type: str | None,
+        scope: ReadScope, vector: Any, note: dict[str, Any] | None = None,
+    ) -> ModifyResult:
+        """One patch inside a write transaction: checks, the update, its history, its vector."""
+        writable = scope.writable()
+        new_content = parse_content(p.content) if p.content is not None else None
+        row = self._row(conn, p.id)
+        if row is None or not scope.allows(row):
+            return ModifyResult(id=p.id, status="not_found", error="memory not found")
+        if not writable.allows(row):
+            return ModifyResult(id=p.id, status="forbidden", error="the memory belongs to another agent")
+        if row["is_deleted"]:
+            return ModifyResult(id=p.id, status="deleted", currentVersion=row["version"],
+                                error="memory is deleted; recover it first")
+        if p.if_version is not None and p.if_version != row["version"]:
+            return ModifyResult(id=p.id, status="version_conflict", currentVersion=row["version"],
+                                error=f"expected version {p.if_version}, found {row['version']}")
+        sets: dict[str, Any] = {}
+        if new_content is not None and new_content.content != row["content"]:
+            sets.update(content=new_content.content, normalized_content=new_content.normalized,
+                        content_hash=new_content.hash)
+        for key in ("type", "importance", "who", "why", "project"):
+            val = getattr(p, key)
+            if val is not None:
+                val = val.value if hasattr(val, "value") else val
+                if val != row[key]:
+                    sets[key] = val
+        if p.tags is not None and p.tags != load_tags(row["tags"]):
+            sets["tags"] = json.dumps(p.tags)
+        if p.pinned is not None and int(p.pinned) != row["pinned"]:
+            sets["pinned"] = int(p.pinned)
+        if not sets:
+            return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"],
+                                newVersion=row["version"])
+        if "content_hash" in sets or "project" in sets:
+            # New text, or a move to another project: the target scope must not hold it already.
+            dup = self._live_duplicate(conn, sets.get("content_hash", row["content_hash"]), row["agent_id"],
+                                       sets.get("project", row["project"]), exclude_id=p.id)
+            if dup is not None:
+                return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
+                                    duplicateMemoryId=dup["id"], error="content duplicates another memory")
+        new_version = int(row["version"]) + 1
+        sets.update(version=new_version, updated_at=now_iso(), updated_by=changed_by,
+                    update_count=int(row["update_count"]) + 1)
+        content_changed = "content" in sets
+        if content_changed:
+            sets["embedding_model"] = None
+        assignments = ", ".join(f"{k} = :{k}" for k in sets)
+        conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", {**sets, "id": p.id})
+        changed = sorted(k for k in sets if k not in ("version", "updated_at", "updated_by", "update_count",
+                                                       "normalized_content", "content_hash", "embedding_model"))
+        record_history(
+            conn, p.id, "modified", old_content=row["content"],
+            new_content=sets.get("content", row["content"]), changed_by=changed_by, reason=reason,
+            actor_type=actor_type,
+            metadata={"fields": changed, "fromVersion": row["version"], "toVersion": new_version,
+                      "previous": {k: row[k] for k in changed if k != "content"}, **(note or {})},
+        )
+        embedded = False
+        project = sets.get("project", row["project"])
+        if content_changed:
+            self.index.remove(p.id)
+            assert new_content is not None
+            if vector is not None:
+                self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
+                self.index.upsert(p.id, vector, project, row["created_at"])
+                embedded = True
+            else:
+                embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
+        elif "project" in sets:
+            self.index.set_project(p.id, project)
+        return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
+                            contentChanged=content_changed, embedded=embedded)
 
     def _store_vector(self, conn: Connection, memory_id: str, chash: str, text: str, vector: Any) -> None:
         conn.execute(
@@ -631,7 +672,7 @@ class MemoryService:
 
     def _delete_in_tx(
         self, conn: Connection, memory_id: str, reason: str, changed_by: str, actor_type: str | None, force: bool,
-        row: Any,
+        row: Any, note: dict[str, Any] | None = None,
     ) -> int | None:
         """Soft delete (or hard delete with ``force``); returns the new version, None if skipped."""
         row = row if row is not None else self._row(conn, memory_id)
@@ -641,7 +682,7 @@ class MemoryService:
         if force:
             record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
                            changed_by=changed_by, reason=reason, actor_type=actor_type,
-                           metadata={"hard": True, "version": row["version"]})
+                           metadata={"hard": True, "version": row["version"], **(note or {})})
             conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute(
@@ -657,7 +698,8 @@ class MemoryService:
         )
         record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
                        changed_by=changed_by, reason=reason, actor_type=actor_type,
-                       metadata={"hard": False, "fromVersion": row["version"], "toVersion": new_version})
+                       metadata={"hard": False, "fromVersion": row["version"], "toVersion": new_version,
+                                 **(note or {})})
         return new_version
 
     # -- recover ---------------------------------------------------------------------------

@@ -14,7 +14,6 @@ means the fact is written without one (the background embedder fills it later).
 
 from __future__ import annotations
 
-import json
 import logging
 from dataclasses import dataclass, field
 from typing import Any
@@ -24,11 +23,10 @@ from signet.embedding.base import EmbeddingError
 from signet.errors import SignetError
 from signet.memory.content import parse_content
 from signet.memory.service import MemoryService
-from signet.models import ModifyPatch, ModifyRequest, RememberRequest
+from signet.models import ModifyPatch, RememberRequest
 from signet.pipeline import contradiction
 from signet.pipeline.decision import Proposal
 from signet.store.records import record_history
-from signet.store.scope import UNSCOPED
 from signet.store.sqlite import Connection
 
 log = logging.getLogger(__name__)
@@ -180,12 +178,12 @@ class Writer:
             self._note(conn, source.ref, meta, f"skipped: {why}", shadow=False)
             report.skipped += 1
             return
-        svc = self.service
-        mem = svc._prepare(RememberRequest(
+        # The memory, its history (the decision in its metadata) and its vector: one transaction.
+        row, deduped = self.service.remember_in(conn, RememberRequest(
             content=p.fact.content, type=p.fact.type, project=source.project, agent_id=source.agent_id,
             source_type="pipeline", source_id=source.ref, importance=0.5,
-        ), UNSCOPED)  # the daemon's own write: the owner was checked when the session was accepted
-        row, deduped = svc._insert(conn, mem, ACTOR, "daemon")
+        ), changed_by=ACTOR, actor_type="daemon", reason=f"pipeline add: {p.reason}",
+            note={**meta, "applied": True}, vector=vector)
         if deduped:
             meta["dedupedExistingId"] = row["id"]
             self._note(conn, row["id"], meta, "deduplicated: a memory with this content exists", shadow=False)
@@ -193,14 +191,6 @@ class Writer:
             return
         conn.execute("UPDATE memories SET confidence = ?, extraction_model = ?, extraction_status = 'derived'"
                      " WHERE id = ?", (p.fact.confidence, meta["model"], row["id"]))
-        conn.execute(
-            "UPDATE memory_history SET metadata = ?, reason = ? WHERE memory_id = ? AND event = 'created'",
-            (json.dumps({**meta, "applied": True, "memoryId": row["id"]}, sort_keys=True),
-             f"pipeline add: {p.reason}", row["id"]),
-        )
-        if vector is not None and svc.embeddings.model_key:
-            svc._store_vector(conn, row["id"], row["content_hash"], row["content"], vector)
-            svc.index.upsert(row["id"], vector, row["project"], row["created_at"])
         report.added.append(row["id"])
         report.memories[row["id"]] = row["content"]
 
@@ -227,39 +217,35 @@ class Writer:
             meta["apply"] = True
 
     def _destructive(self, p: Proposal, meta: dict[str, Any], report: WriteReport) -> None:
-        """Apply through MemoryService's modify / delete paths (each its own transaction)."""
+        """Apply an update or delete through the memory service, in one transaction with its
+        history row (which carries the decision): a crash leaves both or neither."""
         assert p.target_id is not None
+        target = p.target_id
         meta.pop("apply", None)
         reason = f"pipeline {p.action}: {p.reason}"
-        try:
+        note = {**meta, "applied": True}
+        svc = self.service
+        vector = svc.embed_for_write(target, parse_content(p.fact.content).content) if p.action == "update" else None
+
+        def write(conn: Connection) -> bool:
             if p.action == "update":
-                res = self.service.modify(
-                    ModifyRequest(patches=[ModifyPatch(id=p.target_id, content=p.fact.content)], reason=reason),
-                    changed_by=ACTOR, actor_type="daemon",
-                )
-                status = res.results[0].status
-                if status != "updated":
-                    raise SignetError(f"modify returned {status}: {res.results[0].error or ''}")
-                event = "modified"
-            else:
-                self.service.delete(p.target_id, reason=reason, changed_by=ACTOR, actor_type="daemon")
-                event = "deleted"
+                res = svc.modify_in(conn, ModifyPatch(id=target, content=p.fact.content), reason=reason,
+                                    changed_by=ACTOR, actor_type="daemon", vector=vector, note=note)
+                if res.status != "updated":
+                    raise SignetError(f"modify returned {res.status}: {res.error or ''}")
+                return bool(res.contentChanged and not res.embedded)
+            if svc.delete_in(conn, target, reason=reason, changed_by=ACTOR, actor_type="daemon", note=note) is None:
+                raise SignetError("the target memory no longer exists")
+            return False
+
+        try:
+            pending_vector = svc.db.write(write)
         except SignetError as exc:
             why = f"{p.action} failed: {exc.message}"
             meta["blockedReason"] = why
-            self.service.db.write(lambda conn: self._note(conn, p.target_id or "", meta, f"blocked {why}", shadow=False))
+            svc.db.write(lambda conn: self._note(conn, target, meta, f"blocked {why}", shadow=False))
             report.blocked += 1
             return
-        full = json.dumps({**meta, "applied": True}, sort_keys=True)
-
-        def annotate(conn: Connection) -> None:
-            # Merge the proposal into the event the service just wrote for this change.
-            conn.execute(
-                "UPDATE memory_history SET metadata = json_patch(COALESCE(metadata, '{}'), ?) WHERE id = ("
-                " SELECT id FROM memory_history WHERE memory_id = ? AND event = ? AND changed_by = ?"
-                " ORDER BY created_at DESC, rowid DESC LIMIT 1)",
-                (full, p.target_id, event, ACTOR),
-            )
-
-        self.service.db.write(annotate)
-        (report.updated if p.action == "update" else report.deleted).append(p.target_id)
+        if pending_vector:
+            svc.embeddings.notify()
+        (report.updated if p.action == "update" else report.deleted).append(target)

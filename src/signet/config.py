@@ -12,8 +12,9 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from signet import plugins
 from signet.errors import ConfigError
 
 
@@ -31,7 +32,12 @@ class AgentInfo(Section):
 class EmbeddingSettings(Section):
     """Which embedder turns text into vectors. ``local`` is the bundled offline model."""
 
-    provider: Literal["local", "ollama", "openai", "none"] = "local"
+    provider: str = Field("local", description="local, ollama, openai, none, or a plugin's name")
+
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        return plugins.check_provider("embedding", name)  # a plugin's embedder is as valid as a built-in
     model: str = "all-MiniLM-L6-v2"
     dimensions: int | None = Field(None, gt=0, le=16384)
     base_url: str | None = None
@@ -65,7 +71,12 @@ class SearchSettings(Section):
 
 
 class ExtractionSettings(Section):
-    provider: str = Field("ollama", min_length=1, description="ollama, openai, anthropic, none, or a plugin's name")
+    provider: str = Field("ollama", description="ollama, openai, anthropic, none, or a plugin's name")
+
+    @field_validator("provider")
+    @classmethod
+    def _registered(cls, name: str) -> str:
+        return plugins.check_provider("LLM", name)
     model: str = "qwen3:4b"
     endpoint: str | None = None
     timeout: float = Field(90.0, gt=0, le=3600, description="seconds per LLM call")

@@ -5,7 +5,12 @@ A plugin is any module or object with functions marked ``@hookimpl``; each hook 
 
     @hookimpl
     def register_embedders(register):
-        register("ollama", OllamaEmbedder)
+        register("ollama", OllamaEmbedder)            # a class ...
+        register("mine", "my_pkg.embed:MyEmbedder")   # ... or "module:attr", imported on use
+
+A provider class (embedder or LLM) has ``from_settings(settings)`` and a ``default_model``
+(what ``signet setup`` writes); an embedder that makes no vectors sets ``makes_vectors =
+False``. Third-party plugins are found through the ``signet`` entry-point group.
 """
 
 from __future__ import annotations

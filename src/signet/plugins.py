@@ -45,12 +45,37 @@ def _collect(hook_name: str) -> dict[str, Any]:
     return found
 
 
+def resolve(ref: Any) -> Any:
+    """A registered provider: the object itself, or a ``"module:attr"`` reference imported on
+    first use (so listing or validating provider names imports no model code)."""
+    if isinstance(ref, str):
+        module, _, attr = ref.partition(":")
+        return getattr(importlib.import_module(module), attr)
+    return ref
+
+
 def embedders() -> dict[str, Any]:
+    """Embedding providers by name (``resolve`` a value for its class)."""
     return _collect("register_embedders")
 
 
 def llm_providers() -> dict[str, Any]:
+    """LLM providers by name (``resolve`` a value for its class)."""
     return _collect("register_llm_providers")
+
+
+def check_provider(kind: str, name: str) -> str:
+    """``name`` if a plugin registers it, else a ValueError naming the installed ones."""
+    found = embedders() if kind == "embedding" else llm_providers()
+    if name not in found:
+        raise ValueError(f"unknown {kind} provider {name!r} (installed: {', '.join(sorted(found))})")
+    return name
+
+
+def default_model(kind: str, name: str) -> str:
+    """The model a provider uses when agent.yaml names none: its class's ``default_model``."""
+    found = embedders() if kind == "embedding" else llm_providers()
+    return str(getattr(resolve(found[name]), "default_model", "")) if name in found else ""
 
 
 def harnesses() -> dict[str, Any]:

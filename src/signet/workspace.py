@@ -13,6 +13,7 @@ from pathlib import Path
 
 import yaml
 
+from signet import plugins
 from signet.config import Settings, load_settings
 
 IDENTITY_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "MEMORY.md")
@@ -148,17 +149,11 @@ def setup_workspace(
 
 
 def _default_model(provider: str) -> str:
-    return {
-        "ollama": "nomic-embed-text",
-        "openai": "text-embedding-3-small",
-    }.get(provider, "all-MiniLM-L6-v2")
+    return plugins.default_model("embedding", provider)
 
 
 def _default_llm(provider: str) -> str:
-    return {
-        "openai": "gpt-4o-mini",
-        "anthropic": "claude-3-5-haiku-latest",
-    }.get(provider, "qwen3:4b")
+    return plugins.default_model("LLM", provider)
 
 
 def _write_new(path: Path, text: str) -> None:

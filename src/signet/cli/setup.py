@@ -6,6 +6,7 @@ from typing import Annotated
 
 import typer
 
+from signet import plugins
 from signet.cli.app import app
 from signet.harnesses import install as ops
 from signet.harnesses.merge import HarnessConfigError
@@ -17,10 +18,10 @@ def setup(
     non_interactive: Annotated[bool, typer.Option("--non-interactive", "-y", help="Take defaults/flags, ask nothing.")] = False,
     agent_name: Annotated[str | None, typer.Option(help="Your agent's name.")] = None,
     user_name: Annotated[str | None, typer.Option(help="Your name, for USER.md.")] = None,
-    embedding: Annotated[str, typer.Option(help="local | ollama | openai | none")] = "local",
+    embedding: Annotated[str, typer.Option(help="local | ollama | openai | none | a plugin's embedder")] = "local",
     llm: Annotated[
         str, typer.Option(help="Extraction LLM: auto (Ollama if it answers on 127.0.0.1:11434, else none) | "
-                               "ollama | openai | anthropic | none")
+                               "ollama | openai | anthropic | none | a plugin's provider")
     ] = "auto",
     harness: Annotated[
         list[str] | None, typer.Option(help="Harness to connect (repeatable): recorded and installed.")
@@ -35,10 +36,12 @@ def setup(
         if unknown:
             choices = ", ".join(sorted(ops.all_harnesses()))
             raise typer.BadParameter(f"unknown harness {unknown[0]!r} (choose from {choices})", param_hint="--harness")
-    if embedding not in ("local", "ollama", "openai", "none"):
-        raise typer.BadParameter("choose local, ollama, openai or none", param_hint="--embedding")
-    if llm not in ("auto", "ollama", "openai", "anthropic", "none"):
-        raise typer.BadParameter("choose auto, ollama, openai, anthropic or none", param_hint="--llm")
+    for kind, name, hint in (("embedding", embedding, "--embedding"), ("LLM", llm, "--llm")):
+        if name != "auto" or kind != "LLM":
+            try:  # the plugin registry: a plugin's provider is a valid choice too
+                plugins.check_provider(kind, name)
+            except ValueError as exc:
+                raise typer.BadParameter(str(exc), param_hint=hint) from None
     ws = Workspace.from_env()
     if not non_interactive:
         agent_name = agent_name or typer.prompt("Agent name", default="signet")

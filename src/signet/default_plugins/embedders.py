@@ -10,9 +10,8 @@ from signet.hookspecs import hookimpl
 
 @hookimpl
 def register_embedders(register: Callable[[str, Any], None]) -> None:
-    # Imported lazily by the factories so listing providers never loads torch.
-    from signet.embedding import local, remote
-
-    register("local", local.LocalEmbedder.from_settings)
-    register("ollama", remote.OllamaEmbedder.from_settings)
-    register("openai", remote.OpenAIEmbedder.from_settings)
+    # By reference: listing or validating provider names imports no model code.
+    register("local", "signet.embedding.local:LocalEmbedder")
+    register("ollama", "signet.embedding.remote:OllamaEmbedder")
+    register("openai", "signet.embedding.remote:OpenAIEmbedder")
+    register("none", "signet.embedding.base:NoEmbedder")

@@ -10,9 +10,7 @@ from signet.hookspecs import hookimpl
 
 @hookimpl
 def register_llm_providers(register: Callable[[str, Any], None]) -> None:
-    from signet.pipeline.llm import http
-
-    register("ollama", http.OllamaProvider.from_settings)
-    register("openai", http.OpenAIProvider.from_settings)
-    register("anthropic", http.AnthropicProvider.from_settings)
-    register("none", http.NoProvider.from_settings)
+    register("ollama", "signet.pipeline.llm.http:OllamaProvider")
+    register("openai", "signet.pipeline.llm.http:OpenAIProvider")
+    register("anthropic", "signet.pipeline.llm.http:AnthropicProvider")
+    register("none", "signet.pipeline.llm.http:NoProvider")

@@ -50,3 +50,16 @@ class VectorSink(Protocol):
     ) -> None: ...
 
     def __len__(self) -> int: ...
+
+
+class NoEmbedder:
+    """Provider ``none``: no vectors, so recall is keyword-only. Registered like any embedder
+    (signet.default_plugins.embedders), so configuration and setup treat it alike."""
+
+    provider = "none"
+    default_model = ""
+    makes_vectors = False
+
+    @classmethod
+    def from_settings(cls, settings: object) -> Embedder:
+        raise EmbeddingError("embedding provider is 'none': it makes no vectors")

@@ -63,6 +63,7 @@ def set_threads(threads: int) -> None:
 
 class LocalEmbedder:
     provider = "local"
+    default_model = BUNDLED_MODEL
 
     def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1,
                  backend: Backend = "auto") -> None:

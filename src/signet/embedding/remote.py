@@ -74,6 +74,7 @@ class _HttpEmbedder(ABC):
 
 class OllamaEmbedder(_HttpEmbedder):
     provider = "ollama"
+    default_model = "nomic-embed-text"
     default_base = "http://127.0.0.1:11434"
 
     def embed(self, texts: list[str]) -> Vectors:
@@ -84,6 +85,7 @@ class OllamaEmbedder(_HttpEmbedder):
 
 class OpenAIEmbedder(_HttpEmbedder):
     provider = "openai"
+    default_model = "text-embedding-3-small"
     default_base = "https://api.openai.com"
 
     def embed(self, texts: list[str]) -> Vectors:

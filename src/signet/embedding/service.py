@@ -56,11 +56,17 @@ class QueryEmbeddingPaused(EmbeddingError):
 
 def make_embedder(settings: EmbeddingSettings) -> Embedder:
     factories = plugins.embedders()
-    factory = factories.get(settings.provider)
-    if factory is None:
+    ref = factories.get(settings.provider)
+    if ref is None:
         raise EmbeddingError(f"unknown embedding provider '{settings.provider}' (have: {', '.join(sorted(factories))})")
-    embedder: Embedder = factory(settings)
+    embedder: Embedder = plugins.resolve(ref).from_settings(settings)
     return embedder
+
+
+def makes_vectors(provider: str) -> bool:
+    """False for a provider that makes no vectors (``none``): recall is keyword-only."""
+    ref = plugins.embedders().get(provider)
+    return ref is not None and bool(getattr(plugins.resolve(ref), "makes_vectors", True))
 
 
 BACKGROUND_NICE = 10
@@ -93,8 +99,9 @@ class EmbeddingService:
         self.db = db
         self.settings = settings
         self.index = index
-        self.state: State = "disabled" if settings.provider == "none" else "loading"
-        self.error: str | None = None if settings.provider != "none" else "embedding provider is 'none'"
+        self.makes_vectors = makes_vectors(settings.provider)
+        self.state: State = "loading" if self.makes_vectors else "disabled"
+        self.error: str | None = None if self.makes_vectors else f"embedding provider is '{settings.provider}'"
         self.last_batch_error: str | None = None
         self.stopped_error: str | None = None
         self.embedder: Embedder | None = None
@@ -133,7 +140,7 @@ class EmbeddingService:
 
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
-        if self.settings.provider == "none":
+        if not self.makes_vectors:
             return
         self._thread = threading.Thread(target=self._run, name="signet-embedder", daemon=True)
         self._thread.start()

@@ -49,7 +49,7 @@ class Pipeline:
         if name not in factories:
             self.provider_error = f"unknown LLM provider {name!r} (installed: {', '.join(sorted(factories))})"
         else:
-            self.provider = factories[name](self.settings.extraction)
+            self.provider = plugins.resolve(factories[name]).from_settings(self.settings.extraction)
         self.llm = RecordingLlm(self.provider, self.settings.extraction, db=db) if self.provider else None
         self.worker = Worker(
             Processor(service, self.settings, self.llm) if self.llm is not None else None,

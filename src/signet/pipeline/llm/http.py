@@ -68,6 +68,7 @@ class OllamaProvider(HttpProvider):
     """Ollama's chat API, non-streaming, JSON output format."""
 
     name = "ollama"
+    default_model = "qwen3:4b"
     default_endpoint = "http://127.0.0.1:11434"
 
     @classmethod
@@ -97,6 +98,7 @@ class OpenAIProvider(HttpProvider):
     """
 
     name = "openai"
+    default_model = "gpt-4o-mini"
     default_endpoint = "https://api.openai.com/v1"
 
     @classmethod
@@ -126,6 +128,7 @@ class AnthropicProvider(HttpProvider):
     """Anthropic's Messages API; the key comes from ``api_key`` or ``ANTHROPIC_API_KEY``."""
 
     name = "anthropic"
+    default_model = "claude-3-5-haiku-latest"
     default_endpoint = "https://api.anthropic.com"
     version = "2023-06-01"
 
@@ -163,6 +166,7 @@ class NoProvider:
     """``provider: none``: the pipeline does not run; jobs wait until a provider is set."""
 
     name = "none"
+    default_model = ""
 
     def __init__(self, settings: ExtractionSettings) -> None:
         self.model = settings.model

@@ -18,6 +18,7 @@ import uuid
 from collections import OrderedDict
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from typing import Any, Literal
 
 import numpy as np
@@ -281,8 +282,9 @@ class EmbeddingService:
     def store_vectors(self, hashes: list[str], texts: list[str], vectors: Vectors) -> None:
         """Persist vectors by content hash and index every live memory with that hash.
 
-        The index is updated inside the write, on the writer thread, so it is ordered with
-        every other write (a concurrent modify cannot be overtaken by a stale vector).
+        The index is updated right after the write commits, on the writer thread, so it is
+        ordered with every other write (a concurrent modify cannot be overtaken by a stale
+        vector) and never holds a vector whose write rolled back.
         """
         now = datetime.now(UTC).isoformat()
         model = self.model_key
@@ -306,10 +308,10 @@ class EmbeddingService:
                     "SELECT id, project, created_at FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
                 ))
                 if live:
-                    self.index.upsert_many(
-                        [r["id"] for r in live], np.repeat(vec.reshape(1, -1), len(live), axis=0),
+                    self.db.after_commit(partial(
+                        self.index.upsert_many, [r["id"] for r in live], np.repeat(vec.reshape(1, -1), len(live), axis=0),
                         [r["project"] for r in live], [r["created_at"] for r in live],
-                    )
+                    ))
 
         self.db.write(write)
 

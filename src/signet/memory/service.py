@@ -221,7 +221,7 @@ class MemoryService:
     def _index_vector(self, memory_id: str, vec: Any, project: str | None, created_at: str | None) -> None:
         """Put a stored vector in the index, unless it comes from a model of other dimensions."""
         if self.index.dimensions in (None, vec.shape[0]):
-            self.index.upsert(memory_id, vec, project, created_at)
+            self.db.after_commit(lambda: self.index.upsert(memory_id, vec, project, created_at))
 
     def _remember_response(self, row: Any, deduped: bool) -> RememberResponse:
         if row["id"] in self.index:
@@ -555,16 +555,17 @@ class MemoryService:
         embedded = False
         project = sets.get("project", row["project"])
         if content_changed:
-            self.index.remove(p.id)
+            self.db.after_commit(lambda: self.index.remove(p.id))
             assert new_content is not None
             if vector is not None:
                 self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
-                self.index.upsert(p.id, vector, project, row["created_at"])
+                created = row["created_at"]
+                self.db.after_commit(lambda: self.index.upsert(p.id, vector, project, created))
                 embedded = True
             else:
                 embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
         elif "project" in sets:
-            self.index.set_project(p.id, project)
+            self.db.after_commit(lambda: self.index.set_project(p.id, project))
         return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
                             contentChanged=content_changed, embedded=embedded)
 
@@ -678,7 +679,7 @@ class MemoryService:
         row = row if row is not None else self._row(conn, memory_id)
         if row is None or (row["is_deleted"] and not force):
             return None
-        self.index.remove(memory_id)
+        self.db.after_commit(lambda: self.index.remove(memory_id))
         if force:
             record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
                            changed_by=changed_by, reason=reason, actor_type=actor_type,

@@ -59,6 +59,8 @@ class Database:
         self._readers: list[Any] = []
         self._readers_lock = threading.Lock()
         self._closed = False
+        self._after_commit: list[Callable[[], None]] = []
+        """Callbacks of the group being written (writer thread only): run after its COMMIT."""
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> Database:
@@ -108,6 +110,17 @@ class Database:
         self._queue.put((fn, fut))
         return fut.result()
 
+    def after_commit(self, fn: Callable[[], None]) -> None:
+        """From a write function: run ``fn`` on the writer thread once this write has committed,
+        never if it rolls back (its savepoint or the whole group).
+
+        In-memory state that mirrors the database (the vector index) changes through this, so
+        a rolled-back write leaves it as it was. Callbacks run in commit order, before the
+        writers' callers are woken, so a caller sees its own change."""
+        if threading.current_thread() is not self._writer:
+            raise RuntimeError("after_commit is only for write functions (the writer thread)")
+        self._after_commit.append(fn)
+
     def submit(self, fn: WriteFn) -> Future[Any]:
         """Queue a write without waiting for it (access tracking on recall)."""
         fut: Future[Any] = Future()
@@ -138,9 +151,9 @@ class Database:
             if stop:
                 return
 
-    @staticmethod
-    def _commit_group(conn: Any, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
+    def _commit_group(self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
         outcomes: list[tuple[Future[Any], bool, Any]] = []
+        self._after_commit.clear()
         try:
             conn.execute("BEGIN IMMEDIATE")
         except sqlite3.Error as exc:
@@ -150,11 +163,13 @@ class Database:
         for i, (fn, fut) in enumerate(batch):
             sp = f"w{i}"
             conn.execute(f"SAVEPOINT {sp}")
+            mark = len(self._after_commit)
             try:
                 result = fn(conn)
             except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
                 conn.execute(f"ROLLBACK TO {sp}")
                 conn.execute(f"RELEASE {sp}")
+                del self._after_commit[mark:]  # its in-memory changes are dropped with it
                 outcomes.append((fut, False, exc))
                 continue
             conn.execute(f"RELEASE {sp}")
@@ -164,9 +179,16 @@ class Database:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            self._after_commit.clear()
             for fut, _, _ in outcomes:
                 fut.set_exception(exc)
             return
+        callbacks, self._after_commit = self._after_commit, []
+        for cb in callbacks:
+            try:
+                cb()
+            except Exception:  # the data is committed; a mirror that failed to follow is logged, not fatal
+                log.exception("an after-commit callback failed")
         for fut, ok, value in outcomes:
             if ok:
                 fut.set_result(value)

@@ -98,6 +98,12 @@ class MutationsFrozen(SignetError):
     status = 503
 
 
+class WrongWorkspace(Conflict):
+    """The daemon at the client's address serves another workspace: nothing was done there."""
+
+    code = "wrong_workspace"
+
+
 class DaemonUnavailable(SignetError):
     code = "daemon_unavailable"
     status = 503
@@ -120,6 +126,7 @@ ERRORS_BY_CODE: dict[str, type[SignetError]] = {
         VersionConflict,
         NotDeleted,
         RetentionExpired,
+        WrongWorkspace,
         RateLimited,
         MutationsFrozen,
         DaemonUnavailable,

@@ -372,10 +372,14 @@ class DeleteResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    status: Literal["ok"]
-    version: str
-    pid: int
-    uptime_s: float
+    """Public: says no more than ok or degraded (version, pid and uptime are in /api/status)."""
+
+    status: Literal["ok", "degraded"]
+    proof: str | None = None
+    """``HMAC-SHA256(secret, challenge)`` when ``?challenge=`` is given: only the daemon that
+    wrote this workspace's ``.daemon/daemon.json`` can compute it (signet.instance)."""
+    reasons: list[str] | None = None
+    """Why it is degraded; in local mode only (team mode shows them in /api/status)."""
 
 
 class EmbeddingStatus(BaseModel):

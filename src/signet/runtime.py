@@ -19,6 +19,7 @@ from signet.embedding.service import EmbeddingService
 from signet.hooks.recovery import recover as recover_transcripts
 from signet.hooks.service import HookService
 from signet.hooks.watcher import IdentityWatcher
+from signet.instance import Instance
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.pipeline.runtime import Pipeline
@@ -47,6 +48,9 @@ class Runtime:
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
         self.condition = Condition()
+        self.instance: Instance | None = None
+        """This daemon's published identity (signet.instance), set by the daemon process
+        (signet.daemon.server); None for an in-process runtime (tests, benchmarks)."""
         """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []

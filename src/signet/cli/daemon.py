@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -13,28 +14,15 @@ from typing import Annotated
 
 import typer
 
+from signet import instance
 from signet.address import base_url, resolve_address
 from signet.cli.app import app
 from signet.cli.client import DaemonClient
-from signet.errors import DaemonUnavailable, SignetError
+from signet.errors import SignetError, WrongWorkspace
 from signet.workspace import Workspace
 
 HostOpt = Annotated[str | None, typer.Option("--host", help="Bind/connect address (env SIGNET_HOST).")]
 PortOpt = Annotated[int | None, typer.Option("--port", help="Port (env SIGNET_PORT).", min=1, max=65535)]
-
-
-def _pid(ws: Workspace) -> int | None:
-    try:
-        pid = int(ws.pid_path.read_text(encoding="utf-8").strip())
-    except (FileNotFoundError, ValueError):
-        return None
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        return pid
-    return pid
 
 
 @app.command()
@@ -47,37 +35,62 @@ def daemon(host: HostOpt = None, port: PortOpt = None) -> None:
     serve(ws, h, p)
 
 
-def _wait_healthy(url: str, timeout: float) -> bool:
-    client = DaemonClient(url, timeout=1.0)
-    deadline = time.monotonic() + timeout
+def _abandon(proc: subprocess.Popen[bytes], ws: Workspace) -> None:
+    """Stop a daemon this start spawned and gave up on, with anything it started, and remove
+    the files it left: a failed start leaves no daemon that ``signet stop`` does not know."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
     try:
-        while time.monotonic() < deadline:
-            try:
-                client.get("/health")
-                return True
-            except DaemonUnavailable:
-                time.sleep(0.1)
-        return False
+        proc.wait(timeout=10)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+    instance.remove_stale(ws.daemon_dir)
+
+
+def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
+    """Why ``host:port`` is not ours: another workspace's daemon (which names its workspace to
+    callers on this machine) or another program."""
+    taken = SignetError(f"port {port} on {host} is taken by another program; use --port or SIGNET_PORT")
+    client = DaemonClient(base_url(host, port), timeout=3.0, workspace=ws.root)
+    try:
+        client.get("/health")
+    except WrongWorkspace as exc:
+        return exc
+    except SignetError:  # not a Signet daemon that answers
+        return taken
     finally:
         client.close()
+    return taken
 
 
 @app.command()
 def start(
     host: HostOpt = None, port: PortOpt = None,
-    wait: Annotated[float, typer.Option(help="Seconds to wait for /health.")] = 20.0,
+    wait: Annotated[float, typer.Option(help="Seconds to wait for the daemon to answer.")] = 20.0,
 ) -> None:
-    """Start the daemon in the background (pid in .daemon/pid, logs in .daemon/logs/)."""
+    """Start the daemon in the background (identity in .daemon/daemon.json, logs in .daemon/logs/).
+
+    Done only when the daemon at the address proves it is this workspace's (signet.instance);
+    a start that fails stops what it spawned and leaves no daemon behind."""
     ws = Workspace.from_env()
-    running = _pid(ws)
     h, p = resolve_address(host, port)
     from signet.auth.install import check_bind
 
     check_bind(h, ws.settings())  # refuse a non-loopback bind in local mode before spawning
     url = base_url(h, p)
-    if running is not None:
-        typer.echo(f"signet daemon already running (pid {running}) at {url}")
-        return
+    current = instance.running(ws.daemon_dir)
+    if current is not None:
+        if instance.check_address(current.host, current.port, current.secret) == "ours":
+            typer.echo(f"signet daemon already running (pid {current.pid}) at "
+                       f"{base_url(current.host, current.port)}; workspace {ws.root}")
+            return
+        raise SignetError(f"this workspace's daemon (pid {current.pid}) holds its lock but does not answer at "
+                          f"{current.host}:{current.port}; see `signet logs`, or stop it with `signet stop`")
+    instance.remove_stale(ws.daemon_dir)  # a dead daemon's record: its pid is never signalled
+    if instance.check_address(h, p, None) != "none":
+        raise _port_taken(h, p, ws)
     ws.logs_dir.mkdir(parents=True, exist_ok=True)
     out = ws.logs_dir / "daemon.out"
     with out.open("ab") as fh:
@@ -86,14 +99,30 @@ def start(
             stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
         )
-    if not _wait_healthy(url, wait):
+    deadline = time.monotonic() + wait
+    while True:
         code = proc.poll()
-        tail = _tail(out, 5)
-        raise SignetError(
-            f"the daemon did not become healthy at {url}"
-            + (f" (exited with {code})" if code is not None else "")
-            + (f"; last log lines: {tail}" if tail else f"; see {out}")
-        )
+        if code is not None:
+            instance.remove_stale(ws.daemon_dir)
+            if instance.check_address(h, p, None) != "none":  # it lost the port to someone else
+                raise _port_taken(h, p, ws)
+            tail = _tail(out, 5)
+            raise SignetError(f"the daemon exited with {code} before answering at {url}"
+                              + (f"; last log lines: {tail}" if tail else f"; see {out}"))
+        mine = instance.read_instance(ws.daemon_dir)
+        if mine is not None and mine.pid == proc.pid:
+            answer = instance.check_address(h, p, mine.secret)
+            if answer == "ours":
+                break
+            if answer == "other":
+                _abandon(proc, ws)
+                raise _port_taken(h, p, ws)
+        if time.monotonic() > deadline:
+            _abandon(proc, ws)
+            tail = _tail(out, 5)
+            raise SignetError(f"the daemon did not answer at {url} within {wait:g}s; it was stopped"
+                              + (f"; last log lines: {tail}" if tail else f"; see {out}"))
+        time.sleep(0.1)
     typer.echo(f"signet daemon started (pid {proc.pid}) at {url}; workspace {ws.root}")
 
 
@@ -107,24 +136,27 @@ def _tail(path: Path, n: int) -> str:
 
 @app.command()
 def stop(timeout: Annotated[float, typer.Option(help="Seconds to wait before SIGKILL.")] = 15.0) -> None:
-    """Stop the background daemon."""
+    """Stop this workspace's daemon: only the process that holds the workspace's lock and
+    still has the start time it recorded (a pid file alone is never trusted)."""
     ws = Workspace.from_env()
-    pid = _pid(ws)
-    if pid is None:
-        typer.echo("signet daemon is not running")
+    inst = instance.running(ws.daemon_dir)
+    if inst is None:
+        stale = instance.remove_stale(ws.daemon_dir)
+        note = (f" (removed the record of pid {stale.pid}, which is no longer Signet's daemon; it was not signalled)"
+                if stale is not None else "")
+        typer.echo(f"signet daemon is not running{note}")
         return
-    os.kill(pid, signal.SIGTERM)
+    os.kill(inst.pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            os.kill(pid, 0)
-        except ProcessLookupError:
-            break
+    while instance.lock_held(ws.daemon_dir) and inst.alive() and time.monotonic() < deadline:
         time.sleep(0.1)
-    else:
-        os.kill(pid, signal.SIGKILL)
-    ws.pid_path.unlink(missing_ok=True)
-    typer.echo(f"signet daemon stopped (pid {pid})")
+    if inst.alive():  # still the same process (pid and start time): it did not stop in time
+        os.kill(inst.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10  # its lock goes with its last thread
+    while instance.lock_held(ws.daemon_dir) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    instance.remove_stale(ws.daemon_dir)
+    typer.echo(f"signet daemon stopped (pid {inst.pid})")
 
 
 @app.command()

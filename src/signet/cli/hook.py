@@ -22,6 +22,7 @@ from typing import Any, TextIO
 from signet.harnesses.base import EVENTS, Harness, HookInput
 from signet.hooks.identity import static_context, workspace_root
 from signet.hooks.texts import DAEMON_DOWN, PRE_COMPACTION
+from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest, wrong_workspace_message
 
 # Seconds to wait for the daemon; each is below the timeout the installers give the harness.
 TIMEOUTS = {"session-start": 8.0, "user-prompt-submit": 4.0, "session-end": 25.0}
@@ -38,6 +39,11 @@ class DaemonDown(Exception):
 
 class HookRejected(Exception):
     pass
+
+
+class WrongDaemon(HookRejected):
+    """The daemon at the address serves another workspace (signet.instance): nothing was sent
+    to it; the message is the one line the user sees."""
 
 
 def load_config(root: Path) -> dict[str, Any]:
@@ -70,8 +76,11 @@ def daemon_address(cfg: dict[str, Any]) -> tuple[str, int]:
     return host, port
 
 
-def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str) -> Any:
+def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str,
+         workspace: Path | None = None) -> Any:
     headers = {"Content-Type": "application/json", "X-Signet-Actor": actor}
+    if workspace is not None and is_loopback(host) and not os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK"):
+        headers[WORKSPACE_HEADER] = workspace_digest(workspace)  # another workspace's daemon refuses
     token = os.environ.get("SIGNET_TOKEN")
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -88,6 +97,10 @@ def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: floa
         parsed = json.loads(data) if data else {}
     except ValueError:
         parsed = {"error": data[:200].decode("utf-8", "replace")}
+    if resp.status == 409 and isinstance(parsed, dict) and parsed.get("code") == "wrong_workspace":
+        assert workspace is not None
+        served = parsed.get("workspace")
+        raise WrongDaemon(wrong_workspace_message(port, served if isinstance(served, str) else None, workspace))
     if resp.status >= 400:
         msg = parsed.get("error") if isinstance(parsed, dict) else None
         raise HookRejected(f"daemon answered {resp.status}: {msg or parsed}")
@@ -170,11 +183,12 @@ def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str
     return path
 
 
-def _save_compaction(host: str, port: int, body: dict[str, Any], summary: str, actor: str, stderr: TextIO) -> None:
+def _save_compaction(host: str, port: int, body: dict[str, Any], summary: str, actor: str, stderr: TextIO,
+                     workspace: Path) -> None:
     fields: dict[str, Any] = {k: body[k] for k in ("harness", "session_id", "project", "cwd", "agent_id") if k in body}
     try:
         post(host, port, "/api/hooks/compaction-complete", {**fields, "summary": summary[:100_000]},
-             timeout=TIMEOUTS["session-start"] / 2, actor=actor)
+             timeout=TIMEOUTS["session-start"] / 2, actor=actor, workspace=workspace)
     except (DaemonDown, HookRejected) as exc:
         stderr.write(f"signet: compaction summary not saved: {exc}\n")
 
@@ -225,14 +239,16 @@ def offline_text(event: str, exc: Exception, *, root: Path, address: str, budget
                  turns: list[dict[str, Any]], synced: frozenset[str], stderr: TextIO) -> str:
     """What to answer when the daemon cannot: identity files, fixed instructions, or nothing."""
     notice = DAEMON_DOWN.format(address=address)
-    if isinstance(exc, HookRejected):
+    if isinstance(exc, WrongDaemon):
+        notice = str(exc)
+    elif isinstance(exc, HookRejected):
         notice = f"Signet could not answer this hook ({exc}); only the identity files are loaded."
     stderr.write(f"signet: {notice}\n")
     if event == "session-start":
         return static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
     if event == "pre-compaction":
         return PRE_COMPACTION
-    if event == "session-end" and turns and isinstance(exc, DaemonDown):
+    if event == "session-end" and turns and isinstance(exc, (DaemonDown, WrongDaemon)):
         saved = save_offline(root, str(body["harness"]), str(body["session_id"]), turns)
         stderr.write(f"signet: transcript kept at {saved}; it is stored when the daemon starts\n")
     return ""
@@ -271,10 +287,10 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     if args.event == "session-start":
         summary = harness.compaction_summary(req)
         if summary:
-            _save_compaction(host, port, body, summary, actor, stderr)
+            _save_compaction(host, port, body, summary, actor, stderr, root)
     try:
         resp = post(host, port, f"/api/hooks/{args.event}", body,
-                    timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor)
+                    timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor, workspace=root)
     except (DaemonDown, HookRejected) as exc:
         configured = _section(cfg, "memory").get("session_budget")
         budget = args.budget if args.budget is not None else (

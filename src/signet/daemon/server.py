@@ -6,6 +6,8 @@ import logging
 import os
 from pathlib import Path
 
+from signet.errors import SignetError
+from signet.instance import DaemonLock, running
 from signet.workspace import Workspace
 
 log = logging.getLogger("signet")
@@ -43,7 +45,11 @@ def remove_pid(ws: Workspace) -> None:
 
 
 def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) -> None:
-    """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded."""
+    """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded.
+
+    The daemon holds the workspace's lock for its lifetime and publishes its identity
+    (signet.instance): a second daemon for the same workspace refuses to start, and clients
+    trust this process only through the lock and the /health proof, never a bare pid file."""
     import uvicorn
 
     from signet.auth.install import check_bind
@@ -51,16 +57,28 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
     from signet.runtime import Runtime
 
     check_bind(host, ws.settings())  # local mode (no tokens) listens on loopback only
+    lock = DaemonLock(ws.daemon_dir)
+    if not lock.acquire():
+        inst = running(ws.daemon_dir)
+        where = f" (pid {inst.pid} at {inst.host}:{inst.port})" if inst is not None else ""
+        raise SignetError(f"a Signet daemon already serves {ws.root}{where}; stop it first with `signet stop`",
+                          code="already_running")
     configure_logging(ws, to_stderr=log_to_stderr)
     runtime = Runtime(ws, bind_host=host)  # a name the Host header may carry (signet.auth)
 
+    def started(rt: Runtime) -> None:
+        rt.instance = lock.publish(ws.root, host, port)
+        write_pid(ws)  # informational only (other tools read it); nothing in Signet trusts it
+
     def stopped(_: Runtime) -> None:
         # uvicorn re-raises SIGTERM after shutdown, so a ``finally`` after run() may never
-        # execute: clean up from the lifespan, which always completes first.
+        # execute: clean up from the lifespan, which always completes first (also when the
+        # port turns out to be taken: uvicorn shuts the lifespan down, then exits).
         remove_pid(ws)
+        lock.release()
         log.info("signet daemon stopped")
 
-    runtime.on_start.insert(0, lambda _: write_pid(ws))
+    runtime.on_start.insert(0, started)
     runtime.on_stop.insert(0, stopped)
     app = create_app(runtime)
     log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)

@@ -12,12 +12,14 @@ from __future__ import annotations
 import functools
 import os
 from collections.abc import Awaitable, Callable, Mapping
+from pathlib import Path
 from types import TracebackType
 from typing import Any, Generic, ParamSpec, TypeVar, overload
 
 import httpx
 
 from signet.errors import DaemonUnavailable
+from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest
 from signet.sdk import _ops
 from signet.sdk._core import Call, read_response
 
@@ -38,8 +40,18 @@ def _default_url() -> str:
     return base_url()
 
 
-def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | None) -> dict[str, str]:
-    headers = {"X-Signet-Actor": actor or "sdk"}
+def _workspace_header(url: str) -> dict[str, str]:
+    """``X-Signet-Workspace`` for a daemon on this machine when the caller names its workspace
+    (``SIGNET_WORKSPACE``): a daemon serving another workspace then refuses with 409
+    ``wrong_workspace`` (signet.instance). Remote (team) daemons serve other workspaces by design."""
+    root = os.environ.get("SIGNET_WORKSPACE")
+    if not root or os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK") or not is_loopback(httpx.URL(url).host):
+        return {}
+    return {WORKSPACE_HEADER: workspace_digest(Path(root))}
+
+
+def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | None, url: str) -> dict[str, str]:
+    headers = {"X-Signet-Actor": actor or "sdk", **_workspace_header(url)}
     token = token if token is not None else os.environ.get("SIGNET_TOKEN")
     if token:
         headers["Authorization"] = f"Bearer {token}"
@@ -68,7 +80,7 @@ class SyncDriver:
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
         # With an explicit transport, proxy variables from the environment must not reroute calls.
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
+        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers, self.url),
                                   transport=transport, trust_env=transport is None)
 
     def _execute(self, call: Call[T]) -> T:
@@ -102,7 +114,7 @@ class AsyncDriver:
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers),
+        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers, self.url),
                                        transport=transport, trust_env=transport is None)
 
     async def _execute(self, call: Call[T]) -> T:

@@ -2,23 +2,37 @@
 
 from __future__ import annotations
 
-import os
-import time
+from typing import Annotated
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
-from signet import __version__
 from signet.daemon.deps import RuntimeDep
-from signet.models import HealthResponse, StatusResponse
+from signet.instance import CHALLENGE_MAX, proof
+from signet.models import ErrorResponse, HealthResponse, StatusResponse
 
 router = APIRouter(tags=["status"])
 
+Challenge = Annotated[
+    str | None,
+    Query(max_length=CHALLENGE_MAX, pattern="^[0-9a-fA-F]+$",
+          description="Random hex; the answer's proof shows this is the workspace's own daemon"),
+]
 
-@router.get("/health", response_model=HealthResponse)
-def health(runtime: RuntimeDep) -> HealthResponse:
-    """Answers as soon as the daemon listens (the embedding model loads in the background)."""
-    return HealthResponse(status="ok", version=__version__, pid=os.getpid(),
-                          uptime_s=round(time.time() - runtime.started_at, 3))
+
+@router.get("/health", response_model=HealthResponse, response_model_exclude_none=True,
+            responses={422: {"model": ErrorResponse}})
+def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
+    """Answers as soon as the daemon listens (the embedding model loads in the background).
+
+    Public, so it says only ``ok`` or ``degraded``; with ``?challenge=`` it adds the proof
+    that clients check before they trust this address (signet.instance)."""
+    problems = runtime.condition.problems()
+    inst = runtime.instance
+    return HealthResponse(
+        status="degraded" if problems else "ok",
+        proof=proof(inst.secret, challenge) if challenge and inst is not None else None,
+        reasons=sorted(problems.values()) if problems and runtime.auth.mode == "local" else None,
+    )
 
 
 @router.get("/api/status", response_model=StatusResponse)

@@ -1,0 +1,216 @@
+"""The CLI never acts on the wrong process or the wrong workspace (real daemons, the real CLI).
+
+A stale pid file is never signalled; ``signet start`` for workspace B on a port that A's
+daemon holds fails in one line and leaves nothing running; every client of B (CLI, hook
+command, MCP server) refuses to talk to A's daemon, and nothing of B reaches A's store.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+import httpx
+import pytest
+from mcp import Client
+from mcp.client.stdio import StdioServerParameters
+
+from signet import instance
+from tests.conftest import free_port
+
+SECRET_SLEEP = 120
+
+
+def cli(root: Path, port: int, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SIGNET_WORKSPACE": str(root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
+           "HOME": str(root.parent / "home")}
+    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=120, input=stdin)
+
+
+def setup(root: Path) -> None:
+    r = cli(root, 1, "setup", "-y", "--embedding", "none", "--llm", "none")
+    assert r.returncode == 0, r.stderr
+
+
+def alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    return Path(f"/proc/{pid}").exists() and "zombie" not in Path(f"/proc/{pid}/status").read_text().lower()
+
+
+@pytest.fixture
+def unrelated() -> subprocess.Popen[bytes]:
+    """A process that is not Signet's daemon, whose pid a stale record names."""
+    proc = subprocess.Popen(["sleep", str(SECRET_SLEEP)])
+    yield proc
+    proc.kill()
+    proc.wait()
+
+
+def test_a_stale_record_is_never_signalled(tmp_path: Path, unrelated: subprocess.Popen[bytes]) -> None:
+    root, port = tmp_path / "ws", free_port()
+    setup(root)
+    daemon_dir = root / ".daemon"
+    daemon_dir.mkdir(exist_ok=True)
+    # After a reboot the pid is reused: the record names a live process with that pid (even its
+    # start time), but no daemon holds the workspace's lock.
+    (daemon_dir / "pid").write_text(str(unrelated.pid))
+    (daemon_dir / "daemon.json").write_text(json.dumps({
+        "pid": unrelated.pid, "start": instance.process_start(unrelated.pid), "workspace": str(root),
+        "host": "127.0.0.1", "port": port, "secret": "0" * 64, "started_at": time.time()}))
+    r = cli(root, port, "stop")
+    assert r.returncode == 0 and "not running" in r.stdout and "not signalled" in r.stdout, r.stdout + r.stderr
+    time.sleep(0.2)
+    assert unrelated.poll() is None  # untouched
+    assert not (daemon_dir / "daemon.json").exists() and not (daemon_dir / "pid").exists()
+    (daemon_dir / "pid").write_text(str(unrelated.pid))  # and start is not fooled either
+    r = cli(root, port, "start")
+    try:
+        assert r.returncode == 0 and "started" in r.stdout and "already" not in r.stdout, r.stdout + r.stderr
+        inst = instance.running(daemon_dir)
+        assert inst is not None and inst.pid != unrelated.pid
+        assert instance.check_address("127.0.0.1", port, inst.secret) == "ours"
+        assert "already running" in cli(root, port, "start").stdout
+    finally:
+        assert cli(root, port, "stop").returncode == 0
+    assert unrelated.poll() is None
+    assert instance.running(daemon_dir) is None and not instance.lock_held(daemon_dir)
+
+
+def test_a_killed_daemon_leaves_a_record_nobody_trusts(tmp_path: Path) -> None:
+    root, port = tmp_path / "ws", free_port()
+    setup(root)
+    assert cli(root, port, "start").returncode == 0
+    inst = instance.running(root / ".daemon")
+    assert inst is not None
+    os.kill(inst.pid, signal.SIGKILL)
+    deadline = time.monotonic() + 10
+    # The group leader turns zombie before its other threads have let go of the lock.
+    while (alive(inst.pid) or instance.lock_held(root / ".daemon")) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert (root / ".daemon" / "daemon.json").exists()  # left behind ...
+    assert instance.running(root / ".daemon") is None  # ... and not trusted: the lock died with it
+    r = cli(root, port, "status")
+    assert r.returncode != 0 and "not running" in r.stderr
+    r = cli(root, port, "start")
+    try:
+        assert r.returncode == 0 and "started" in r.stdout, r.stderr
+    finally:
+        cli(root, port, "stop")
+
+
+def test_another_workspace_on_the_port_is_refused_by_every_client(tmp_path: Path) -> None:
+    a, b, port = tmp_path / "a", tmp_path / "b", free_port()
+    setup(a)
+    setup(b)
+    assert cli(a, port, "start").returncode == 0
+    try:
+        assert cli(a, port, "remember", "alpha owns this store").returncode == 0
+        a_inst = instance.running(a / ".daemon")
+        assert a_inst is not None
+        line = f"port {port} serves workspace {a.resolve()}, not {b}; use --port or SIGNET_PORT"
+
+        # start: fails in one line and leaves nothing of B running or recorded.
+        r = cli(b, port, "start")
+        assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"error: {line}"], r.stderr
+        assert instance.read_instance(b / ".daemon") is None and not instance.lock_held(b / ".daemon")
+        assert not (b / ".daemon" / "pid").exists()
+        assert not [p for p in Path("/proc").glob("[0-9]*") if _runs_in(p, b)]
+        assert instance.check_address("127.0.0.1", port, a_inst.secret) == "ours"  # A still serves
+
+        # Every later command of B refuses instead of writing into A.
+        for args in (("remember", "beta must not land in alpha"), ("recall", "alpha"), ("status",)):
+            r = cli(b, port, *args)
+            assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"error: {line}"], (args, r.stderr)
+
+        # The hook command: exit 0 (never break the harness), one line, nothing sent; a
+        # session's transcript is kept on disk for B's own daemon.
+        r = cli(b, port, "hook", "user-prompt-submit", "--harness", "claude-code",
+                stdin=json.dumps({"session_id": "s1", "prompt": "what do we use for beta?", "cwd": str(tmp_path)}))
+        assert r.returncode == 0 and line in r.stderr, r.stderr
+        r = cli(b, port, "hook", "session-end", "--harness", "claude-code", stdin=json.dumps({
+            "session_id": "s2", "cwd": str(tmp_path),
+            "turns": [{"role": "user", "content": "beta decision: ship on friday"},
+                      {"role": "assistant", "content": "noted"}]}))
+        assert r.returncode == 0 and line in r.stderr and "transcript kept" in r.stderr, r.stderr
+
+        # The MCP server of B (as a harness runs it): its tools answer with the refusal.
+        async def store_via_mcp() -> str:
+            params = StdioServerParameters(
+                command=sys.executable, args=["-m", "signet.cli.main", "mcp"],
+                env={"SIGNET_WORKSPACE": str(b), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
+                     "PATH": os.environ.get("PATH", "")})
+            async with Client(params) as c:
+                res = await c.call_tool("memory_store", {"content": "beta via mcp"})
+                assert res.is_error
+                return json.dumps([getattr(x, "text", "") for x in res.content])
+
+        assert "serves workspace" in anyio.run(store_via_mcp)
+
+        # Nothing of B reached A's store.
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}") as c:
+            contents = [m["content"] for m in c.get("/api/memories", params={"limit": 100}).json()["items"]]
+        assert contents == ["alpha owns this store"]
+    finally:
+        assert cli(a, port, "stop").returncode == 0
+
+
+def _runs_in(proc_dir: Path, root: Path) -> bool:
+    """A Signet daemon process whose workspace is ``root``."""
+    try:
+        env = (proc_dir / "environ").read_bytes().split(b"\0")
+        cmd = (proc_dir / "cmdline").read_bytes()
+    except OSError:
+        return False
+    return b"signet.cli.main" in cmd and f"SIGNET_WORKSPACE={root}".encode() in env
+
+
+def test_a_port_held_by_another_program_and_a_slow_start_leave_nothing(tmp_path: Path) -> None:
+    root = tmp_path / "ws"
+    setup(root)
+    with socket.socket() as s:  # not Signet, not even HTTP
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        port = s.getsockname()[1]
+        r = cli(root, port, "start")
+        assert r.returncode != 0, r.stdout
+        assert r.stderr.strip().splitlines() == [
+            f"error: port {port} on 127.0.0.1 is taken by another program; use --port or SIGNET_PORT"], r.stderr
+    # A daemon that does not answer in time is stopped, not left to take the port later.
+    port = free_port()
+    r = cli(root, port, "start", "--wait", "0.05")
+    assert r.returncode != 0 and "did not answer" in r.stderr and "it was stopped" in r.stderr, r.stderr
+    assert not [p for p in Path("/proc").glob("[0-9]*") if _runs_in(p, root)]
+    assert instance.read_instance(root / ".daemon") is None and not instance.lock_held(root / ".daemon")
+    assert instance.check_address("127.0.0.1", port, None) == "none"
+
+
+def test_the_health_proof_is_this_workspace_s(tmp_path: Path) -> None:
+    root, port = tmp_path / "ws", free_port()
+    setup(root)
+    assert cli(root, port, "start").returncode == 0
+    try:
+        inst = instance.running(root / ".daemon")
+        assert inst is not None
+        assert (root / ".daemon" / "daemon.json").stat().st_mode & 0o777 == 0o600
+        assert instance.check_address("127.0.0.1", port, inst.secret) == "ours"
+        assert instance.check_address("127.0.0.1", port, "f" * 64) == "other"
+        h = httpx.get(f"http://127.0.0.1:{port}/health", params={"challenge": "ab12"}).json()
+        assert h == {"status": "ok", "proof": instance.proof(inst.secret, "ab12")}
+        bad = httpx.get(f"http://127.0.0.1:{port}/health", params={"challenge": "not hex"})
+        assert bad.status_code == 422 and "error" in bad.json()
+        # A second daemon for the same workspace refuses to start (the lock is held).
+        r = cli(root, free_port(), "daemon")
+        assert r.returncode != 0 and "already serves" in r.stderr and str(inst.pid) in r.stderr
+    finally:
+        cli(root, port, "stop")

@@ -8,8 +8,9 @@ Unknown keys are kept (other tools write to the same manifest) but never interpr
 
 from __future__ import annotations
 
+import difflib
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
@@ -19,7 +20,10 @@ from signet.errors import ConfigError
 
 
 class Section(BaseModel):
-    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+    """A section Signet owns: an unknown key in it is an error, never silently ignored (a typo
+    such as ``auth: {mdoe: team}`` would otherwise leave the daemon open in local mode)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
 
 
 class AgentInfo(Section):
@@ -179,6 +183,11 @@ class AgentsSettings(Section):
 
 
 class Settings(Section):
+    """The whole manifest. Unknown *top-level* keys are kept (other tools share agent.yaml) and
+    ``signet doctor`` lists them; unknown keys inside Signet's sections are errors."""
+
+    model_config = ConfigDict(extra="allow", populate_by_name=True, validate_assignment=True)
+
     version: int = 1
     schema_: str = Field("signet/v1", alias="schema")
     agent: AgentInfo = Field(default_factory=AgentInfo)
@@ -207,11 +216,63 @@ def parse_settings(data: Any, *, source: str = "agent.yaml") -> Settings:
     try:
         return Settings.model_validate(data)
     except ValidationError as exc:
-        first = exc.errors()[0]
+        errors = exc.errors()
+        first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         key = _dotted(first["loc"])
+        if first["type"] == "extra_forbidden":
+            raise ConfigError(f"{source}: {key}: unknown key; {_suggest(first['loc'])}", key=key,
+                              problems=len(errors)) from None
         raise ConfigError(
-            f"{source}: invalid value for '{key}': {first['msg']}", key=key, problems=len(exc.errors())
+            f"{source}: invalid value for '{key}': {first['msg']}", key=key, problems=len(errors)
         ) from None
+
+
+def _keys_of(model: type[BaseModel]) -> list[str]:
+    """The keys a section accepts, as users write them (the alias where there is one)."""
+    return [f.alias or name for name, f in model.model_fields.items()]
+
+
+def _model_at(loc: tuple[int | str, ...]) -> type[BaseModel] | None:
+    """The section model that holds the key at ``loc`` (list indices and dict keys skipped)."""
+    model: type[BaseModel] = Settings
+    for part in loc[:-1]:
+        if isinstance(part, int):
+            continue
+        field = next((f for name, f in model.model_fields.items() if part in (name, f.alias)), None)
+        if field is None:
+            continue  # a free-form mapping key (e.g. a rate-limit operation)
+        inner = _section_type(field.annotation)
+        if inner is None:
+            return None
+        model = inner
+    return model
+
+
+def _section_type(annotation: Any) -> type[BaseModel] | None:
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in get_args(annotation):
+        found = _section_type(arg)
+        if found is not None:
+            return found
+    return None
+
+
+def _suggest(loc: tuple[int | str, ...]) -> str:
+    model = _model_at(loc)
+    if model is None:
+        return "see docs/configuration.md"
+    prefix = ".".join(str(p) for p in loc[:-1])
+    known = _keys_of(model)
+    close = difflib.get_close_matches(str(loc[-1]), known, n=1, cutoff=0.6)
+    if close:
+        return f"did you mean {prefix + '.' if prefix else ''}{close[0]}?"
+    return f"valid keys here: {', '.join(sorted(known))}"
+
+
+def unknown_top_level_keys(settings: Settings) -> list[str]:
+    """Top-level keys Signet does not read (kept for other tools; ``signet doctor`` lists them)."""
+    return sorted(settings.model_extra or {})
 
 
 def load_settings(path: Path) -> Settings:

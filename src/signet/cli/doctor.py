@@ -9,14 +9,18 @@ import typer
 
 from signet.cli.app import app
 from signet.cli.client import DaemonClient
+from signet.config import unknown_top_level_keys
+from signet.workspace import Workspace
 
 
 @app.command()
 def doctor(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
-    """Check the daemon's health: queue, storage, index, providers, mutations."""
+    """Check the daemon's health: queue, storage, index, providers, mutations; and agent.yaml."""
+    settings = Workspace.from_env().settings()  # an unreadable agent.yaml is one line and exit 1
+    unknown = unknown_top_level_keys(settings)
     report = DaemonClient().get("/api/diagnostics")
     if as_json:
-        typer.echo(json.dumps(report, indent=2))
+        typer.echo(json.dumps({**report, "config": {"unknown_top_level_keys": unknown}}, indent=2))
         return
     from rich.console import Console
 
@@ -27,5 +31,8 @@ def doctor(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         console.print(f"  [{colour[d['status']]}]{d['status']:<9}[/] {name:<9} {d['score']:.2f}")
         for finding in d["findings"]:
             console.print(f"      - {finding}")
+    if unknown:
+        console.print(f"  [yellow]note[/]      agent.yaml has top-level keys Signet does not read (kept for other "
+                      f"tools): {', '.join(unknown)}")
     if report["status"] == "unhealthy":
         raise typer.Exit(1)

@@ -1,0 +1,85 @@
+"""agent.yaml refuses what it cannot read: unknown keys in Signet's sections are errors naming
+the dotted key and the nearest valid one; unknown top-level keys stay (real files, the real CLI)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from signet.config import load_settings, unknown_top_level_keys
+from signet.errors import ConfigError
+
+
+def write(path: Path, data: dict[str, object]) -> Path:
+    path.write_text(yaml.safe_dump(data))
+    return path
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"auth": {"mdoe": "team"}}, "auth.mdoe: unknown key; did you mean auth.mode?"),
+    ({"memory": {"pipelineV2": {"extraction": {"modle": "x"}}}},
+     "memory.pipelineV2.extraction.modle: unknown key; did you mean memory.pipelineV2.extraction.model?"),
+    ({"agents": {"roster": [{"name": "a", "readpolicy": "shared"}]}},
+     "agents.roster.0.readpolicy: unknown key; did you mean agents.roster.0.readPolicy?"),
+    ({"search": {"zzz": 1}}, "search.zzz: unknown key; valid keys here: alpha, default_limit"),
+    ({"daemon": {"prot": 4000}}, "daemon.prot: unknown key; did you mean daemon.port?"),
+])
+def test_unknown_keys_in_owned_sections_are_errors(tmp_path: Path, data: dict[str, object], message: str) -> None:
+    path = write(tmp_path / "agent.yaml", data)
+    with pytest.raises(ConfigError) as err:
+        load_settings(path)
+    assert err.value.message.startswith(f"{path}: {message}"), err.value.message
+    assert "\n" not in err.value.message
+
+
+def test_unknown_top_level_keys_stay(tmp_path: Path) -> None:
+    settings = load_settings(write(tmp_path / "agent.yaml", {"otherTool": {"x": 1}, "auth": {"mode": "team"}}))
+    assert settings.auth.mode == "team" and unknown_top_level_keys(settings) == ["otherTool"]
+
+
+def _signet(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": "1", "SIGNET_HOST": "127.0.0.1"}
+    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
+                          env=env, timeout=60)
+
+
+def test_the_daemon_and_the_cli_refuse_a_typo_in_one_line(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert _signet(ws, "setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
+    cfg = yaml.safe_load((ws / "agent.yaml").read_text())
+    cfg["auth"] = {"mdoe": "team"}
+    cfg["someOtherTool"] = {"keep": True}
+    (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
+    for args in (("daemon",), ("start",), ("doctor",)):
+        r = _signet(ws, *args)
+        lines = r.stderr.strip().splitlines()
+        assert r.returncode != 0 and len(lines) == 1, (args, r.stderr)
+        assert "auth.mdoe: unknown key; did you mean auth.mode?" in lines[0], (args, lines)
+    assert not (ws / ".daemon" / "daemon.json").exists()
+
+
+def test_doctor_lists_unknown_top_level_keys(tmp_path: Path) -> None:
+    from tests.conftest import free_port
+
+    ws, port = tmp_path / "ws", str(free_port())
+    env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": port, "SIGNET_HOST": "127.0.0.1"}
+
+    def signet(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
+                              env=env, timeout=60)
+
+    assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
+    cfg = yaml.safe_load((ws / "agent.yaml").read_text())
+    cfg["someOtherTool"] = {"keep": True}
+    (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
+    assert signet("start").returncode == 0
+    try:
+        r = signet("doctor")
+        assert "top-level keys Signet does not read" in r.stdout and "someOtherTool" in r.stdout, r.stdout + r.stderr
+    finally:
+        signet("stop")

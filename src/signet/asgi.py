@@ -7,6 +7,9 @@ them; the app behind them must still receive the body, unchanged.
 
 from __future__ import annotations
 
+import json
+from typing import Any
+
 from starlette.types import Message, Receive, Scope
 
 
@@ -43,3 +46,54 @@ def replay(body: bytes, receive: Receive) -> Receive:
         return await receive()
 
     return again
+
+
+MAX_JSON_DEPTH = 64
+"""Deepest nesting a request body may have: no Signet request needs more than a handful of
+levels, and a bound far below the interpreter's recursion limit keeps every later walk
+(validation, scope checks) safe."""
+
+
+class BodyTooDeep(ValueError):
+    """A JSON body nested deeper than :data:`MAX_JSON_DEPTH` (answered with 400)."""
+
+
+def decode_json(body: bytes) -> Any:
+    """Decode a request body once for every layer in front of the app.
+
+    Returns :data:`NOT_JSON` for an empty or malformed body (the route's own validation then
+    answers 422); raises :class:`BodyTooDeep` for nesting beyond :data:`MAX_JSON_DEPTH`,
+    including nesting so deep that the decoder itself gives up (a ``RecursionError``, which
+    used to surface as a 500)."""
+    if not body:
+        return NOT_JSON
+    try:
+        data = json.loads(body)
+    except RecursionError:
+        raise BodyTooDeep(f"request body is nested too deeply (more than {MAX_JSON_DEPTH} levels)") from None
+    except (ValueError, UnicodeDecodeError):
+        return NOT_JSON
+    if _depth_exceeds(data, MAX_JSON_DEPTH):
+        raise BodyTooDeep(f"request body is nested too deeply (more than {MAX_JSON_DEPTH} levels)")
+    return data
+
+
+NOT_JSON: Any = object()
+"""What :func:`decode_json` returns for a body that is not JSON."""
+
+
+def _depth_exceeds(data: Any, limit: int) -> bool:
+    """Iterative: a recursive walk is what a deep body attacks."""
+    stack: list[tuple[Any, int]] = [(data, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if isinstance(node, dict):
+            children: Any = node.values()
+        elif isinstance(node, list):
+            children = node
+        else:
+            continue
+        if depth > limit:
+            return True
+        stack.extend((c, depth + 1) for c in children if isinstance(c, (dict, list)))
+    return False

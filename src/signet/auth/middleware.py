@@ -19,12 +19,12 @@ from urllib.parse import parse_qs, urlsplit
 from starlette.responses import JSONResponse
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from signet.asgi import header, read_body, replay
+from signet.asgi import NOT_JSON, BodyTooDeep, decode_json, header, read_body, replay
 from signet.auth.agents import resolve_agent_id
 from signet.auth.policy import role_allows, route_permission
 from signet.auth.state import AuthContext, AuthState, is_loopback
 from signet.auth.tokens import Claims
-from signet.errors import Forbidden, RateLimited, SignetError, Unauthorized
+from signet.errors import Forbidden, InvalidRequest, RateLimited, SignetError, Unauthorized
 from signet.store.scope import UNSCOPED, ReadScope
 
 AGENT_FIELDS = ("agent_id", "agentId")
@@ -91,7 +91,12 @@ class AuthMiddleware:
         data: Any = None
         if method in ("POST", "PATCH", "PUT", "DELETE") and scope["type"] == "http":
             body = await read_body(receive)
-            data = _json(body)
+            try:
+                decoded = decode_json(body)
+            except BodyTooDeep as exc:
+                raise InvalidRequest(str(exc)) from None
+            data = None if decoded is NOT_JSON else decoded
+            scope.setdefault("state", {})["json_body"] = (body, decoded)  # decoded once: the hot path reuses it
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
         if claims is not None:
@@ -173,10 +178,3 @@ def _first(query: dict[str, list[str]], names: tuple[str, ...]) -> str | None:
     return None
 
 
-def _json(body: bytes) -> Any:
-    if not body:
-        return None
-    try:
-        return json.loads(body)
-    except (ValueError, UnicodeDecodeError):
-        return None  # the route's own validation answers with a 422

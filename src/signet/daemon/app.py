@@ -11,7 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from signet import __version__
 from signet.auth.install import install_auth
-from signet.daemon.errors import BodySizeLimit, install_error_handlers
+from signet.daemon.errors import BodySizeLimit, CatchAll, install_error_handlers
 from signet.daemon.hotpath import HotPath
 from signet.daemon.workspace_guard import WorkspaceGuard
 from signet.mcp.http import mount_mcp
@@ -70,7 +70,8 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
-    app.add_middleware(WorkspaceGuard, workspace=rt.workspace)  # outermost: a request for another workspace does nothing
+    app.add_middleware(WorkspaceGuard, workspace=rt.workspace)  # a request for another workspace does nothing
+    app.add_middleware(CatchAll)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
     return app
 
 

@@ -108,3 +108,38 @@ class BodySizeLimit:
 
 class _TooLarge(Exception):
     pass
+
+
+class CatchAll:
+    """The last word on an unexpected error: a JSON 500 on a connection that stays open.
+
+    Starlette's own catch-all answers and then re-raises, and uvicorn closes a keep-alive
+    connection whose application raised: the client's next request on it fails with no
+    answer. Here the error is logged and answered, and nothing is re-raised, unless the
+    response had already started (then the connection cannot be saved)."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            if message["type"] == "http.response.start":
+                started = True
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            if started:
+                raise
+            log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
+            await JSONResponse(
+                {"error": f"internal error: {type(exc).__name__}; see the daemon log", "code": "internal_error"},
+                status_code=500,
+            )(scope, receive, send)

@@ -20,14 +20,13 @@ stay the contract: they are what OpenAPI documents and what the fallback runs.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
 from pydantic import BaseModel, ValidationError
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from signet.asgi import header, read_body, replay
+from signet.asgi import NOT_JSON, BodyTooDeep, decode_json, header, read_body, replay
 from signet.daemon.deps import ACTOR_MAX, actor_from, scope_from
 from signet.daemon.errors import signet_error_response
 from signet.errors import SignetError
@@ -61,15 +60,22 @@ def _json_content_type(value: str | None) -> bool:
 
 
 def parse(
-    model: type[RememberRequest] | type[RecallRequest], body: bytes, content_type: str | None
+    model: type[RememberRequest] | type[RecallRequest], body: bytes, content_type: str | None,
+    decoded: Any = None,
 ) -> RememberRequest | RecallRequest | None:
-    """The request as the route would validate it, or None when the route must answer instead."""
+    """The request as the route would validate it, or None when the route must answer instead.
+
+    ``decoded``: the body as the auth middleware already decoded it (decoded once)."""
     if not body or not _json_content_type(content_type):
         return None
-    try:
-        data = json.loads(body)
-    except (ValueError, UnicodeDecodeError):
+    if decoded is None:
+        try:
+            decoded = decode_json(body)
+        except BodyTooDeep:
+            return None  # the route answers (the auth middleware refuses such bodies first)
+    if decoded is NOT_JSON:
         return None
+    data = decoded
     if not isinstance(data, dict):
         return None
     try:
@@ -91,7 +97,9 @@ class HotPath:
             return
         actor_header = header(scope, b"x-signet-actor")
         body = await read_body(receive)
-        req = parse(model, body, header(scope, b"content-type"))
+        seen = scope.get("state", {}).get("json_body")  # decoded by the auth middleware for this very body
+        decoded = seen[1] if seen is not None and seen[0] == body else None
+        req = parse(model, body, header(scope, b"content-type"), decoded)
         if req is None or (actor_header is not None and len(actor_header) > ACTOR_MAX):
             await self.app(scope, replay(body, receive), send)
             return

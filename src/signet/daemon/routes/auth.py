@@ -10,6 +10,7 @@ from pydantic import BaseModel, Field
 from signet.auth.state import AuthContext, revoke
 from signet.auth.tokens import Role, issue
 from signet.daemon.deps import RuntimeDep
+from signet.models import StrictModel
 from signet.store.scope import UNSCOPED, ReadScope
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
@@ -17,7 +18,7 @@ router = APIRouter(prefix="/api/auth", tags=["auth"])
 Name = Annotated[str, Field(min_length=1, max_length=200)]
 
 
-class TokenRequest(BaseModel):
+class TokenRequest(StrictModel):
     model_config = {"extra": "forbid", "populate_by_name": True}
     sub: Name
     role: Role = "agent"
@@ -32,7 +33,7 @@ class TokenResponse(BaseModel):
     claims: dict[str, Any]
 
 
-class RevokeRequest(BaseModel):
+class RevokeRequest(StrictModel):
     model_config = {"extra": "forbid"}
     token: Annotated[str, Field(min_length=3, max_length=8192)]
     reason: Annotated[str, Field(max_length=500)] | None = None

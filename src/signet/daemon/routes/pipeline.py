@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
 from signet.errors import NotFound
-from signet.models import ErrorResponse
+from signet.models import ErrorResponse, StrictModel
 from signet.pipeline import queue
 from signet.store.sqlite import Connection
 
@@ -42,7 +42,7 @@ class JobList(BaseModel):
     total: int
 
 
-class RequeueRequest(BaseModel):
+class RequeueRequest(StrictModel):
     limit: int = Field(50, ge=1, le=1000)
     job_id: str | None = Field(None, max_length=200, description="requeue just this dead job")
 

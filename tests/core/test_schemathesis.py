@@ -1,4 +1,6 @@
-"""Property-based fuzzing of every documented endpoint: no input may produce a 5xx."""
+"""Property-based fuzzing of every documented endpoint: no input may produce a 5xx, and every
+answer conforms to the OpenAPI schema (documented status codes, content types, bodies and
+headers)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,13 @@ from typing import Any
 import pytest
 import schemathesis
 from hypothesis import HealthCheck, settings
-from schemathesis.checks import not_a_server_error
+from schemathesis.checks import (
+    content_type_conformance,
+    not_a_server_error,
+    response_headers_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
 
 from signet.daemon.app import create_app
 from signet.models import RememberRequest
@@ -51,4 +59,8 @@ def test_no_server_errors(case: Any) -> None:
     if response.status_code >= 400:
         body = response.json()
         assert isinstance(body.get("error"), str) and body["error"], body
-    case.validate_response(response, checks=[not_a_server_error])
+    case.validate_response(response, checks=CHECKS)
+
+
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+          response_headers_conformance]

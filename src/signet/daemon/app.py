@@ -66,6 +66,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     install_error_handlers(app)
     for name in ROUTERS:
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
+    document_errors(app)
     app.state.mcp = mount_mcp(app, rt)
     app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
@@ -73,6 +74,38 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     app.add_middleware(WorkspaceGuard, workspace=rt.workspace)  # a request for another workspace does nothing
     app.add_middleware(CatchAll)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
     return app
+
+
+FRONT_DOOR_ERRORS = {
+    400: "malformed or too deeply nested body",
+    401: "a token is required or invalid (team/hybrid mode)",
+    403: "not allowed: host, origin, role or scope",
+    409: "the daemon serves another workspace (X-Signet-Workspace), or a conflict",
+    413: "body over 8 MiB",
+    422: "invalid request",
+    429: "rate limited (Retry-After)",
+    500: "unexpected error (see the daemon log)",
+    503: "unavailable: storage, provider or frozen mutations",
+}
+"""Answers the layers in front of every route can give, whatever the route."""
+
+
+def document_errors(app: FastAPI) -> None:
+    """Declare the error answers every route can give (the front door's, and 404 where a path
+    names a resource) in the OpenAPI schema, with the one error shape: what a client reads in
+    the schema is what it gets (schemathesis checks status codes and content types)."""
+    from fastapi.routing import APIRoute
+
+    from signet.models import ErrorResponse
+
+    for _, path, route in iter_routes(app.routes):
+        if not isinstance(route, APIRoute):
+            continue
+        codes = dict(FRONT_DOOR_ERRORS)
+        if "{" in path:
+            codes[404] = "not found"
+        for code, why in codes.items():
+            route.responses.setdefault(code, {"model": ErrorResponse, "description": why})
 
 
 def iter_routes(routes: list[BaseRoute], prefix: str = "") -> Iterator[tuple[str, str, BaseRoute]]:

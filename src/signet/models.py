@@ -60,9 +60,13 @@ class StrictModel(BaseModel):
     model_config = ConfigDict(extra="forbid", str_max_length=MAX_CONTENT_CHARS)
 
 
+_INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"))
+"""Zero-width and invisible format characters: text made only of them (and whitespace) says nothing."""
+
+
 def _not_blank(value: str) -> str:
-    if not value.strip():
-        raise ValueError("must not be empty or whitespace")
+    if not value.translate(_INVISIBLE).strip():
+        raise ValueError("must not be empty, whitespace or invisible (zero-width) characters only")
     return value
 
 

@@ -37,6 +37,7 @@ from signet.hooks.transcripts import transcript_file, write_transcript
 from signet.ingest.base import clean_turns
 from signet.memory.service import MemoryService
 from signet.models import MemoryType, RecallRequest, RecallResponse, RememberRequest, RememberResponse
+from signet.pipeline.llm.base import LlmError
 from signet.search.fts import query_terms
 from signet.store import sessions as store
 from signet.store.database import Database
@@ -108,6 +109,7 @@ class HookService:
         self.max_attempts = max_attempts
         """Attempts each queued extraction job gets (``memory.pipelineV2.maxAttempts``)."""
         self.summarizer: Summarizer | None = None
+        self._llm_down_said = False
         """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
 
     # -- session start ---------------------------------------------------------------------
@@ -308,7 +310,13 @@ class HookService:
         def run() -> None:
             try:
                 summary = summarize(turns)
-            except Exception:  # a failed summary keeps the fallback handoff; the session is saved
+            except LlmError as exc:  # no LLM answering: the last-exchanges handoff stays; said once
+                if not self._llm_down_said:
+                    self._llm_down_said = True
+                    log.warning("handoff summaries use the last exchanges: the LLM did not answer (%s); "
+                                "said once per daemon run", exc)
+                return
+            except Exception:  # a bug in summarizing keeps the fallback handoff; the session is saved
                 log.exception("handoff summary failed for %s", key)
                 return
             if summary and summary.strip():

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import unicodedata
 from dataclasses import dataclass, field
 
 _TRAILING_PUNCT = re.compile(r"[.,!?;:]+$")
@@ -16,8 +17,10 @@ _TAGS = re.compile(r"^\s*\[([^\[\]]{0,500})\]\s*:\s*")
 
 
 def normalize_for_storage(text: str) -> str:
-    """Trim and collapse every whitespace run to one space: what the ``content`` column holds."""
-    return " ".join(text.split())
+    """Unicode NFC, then trim and collapse every whitespace run to one space: what the
+    ``content`` column holds. NFC first, so the same words typed on a keyboard that composes
+    accents (NFC) and one that does not (NFD) are one memory, not two."""
+    return " ".join(unicodedata.normalize("NFC", text).split())
 
 
 def derive_normalized(storage: str) -> str:

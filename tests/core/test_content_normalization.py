@@ -1,0 +1,70 @@
+"""Content is one memory whatever its Unicode form, and invisible-only content is refused,
+through the real app (the hot path and the routes agree); a session end with no LLM answering
+says so once, without a traceback (real runtime, real fake-free failure: nothing listens)."""
+
+from __future__ import annotations
+
+import logging
+import time
+import unicodedata
+from collections.abc import Callable
+
+import pytest
+from fastapi.testclient import TestClient
+
+from signet.daemon.app import create_app
+from signet.hooks.models import SessionEndRequest
+from signet.runtime import Runtime
+from signet.workspace import Workspace
+from tests.conftest import free_port, start_runtime
+
+TEXT = "Renée's café in Zürich serves crème brûlée"
+
+
+def test_nfc_and_nfd_are_one_memory(api: TestClient) -> None:
+    nfd = unicodedata.normalize("NFD", TEXT)
+    assert nfd != TEXT
+    first = api.post("/api/memory/remember", json={"content": TEXT}).json()
+    second = api.post("/api/memory/remember", json={"content": nfd}).json()
+    assert second["deduped"] is True and second["id"] == first["id"]
+    assert api.get(f"/api/memory/{first['id']}").json()["content"] == TEXT  # stored composed
+    batch = api.post("/api/memory/remember/batch", json={"items": [{"content": nfd}]})
+    if batch.status_code == 200:
+        assert batch.json()["results"][0]["id"] == first["id"]
+    found = api.post("/api/memory/recall", json={"query": unicodedata.normalize("NFD", "crème brûlée")}).json()
+    assert found["results"] and found["results"][0]["id"] == first["id"]
+
+
+@pytest.mark.parametrize("content", ["\u200b", "\u200b\u200c\u200d", " \ufeff \u2060 ", "\u00ad\n\t"])
+def test_invisible_only_content_is_refused(api: TestClient, content: str) -> None:
+    for path, body in (("/api/memory/remember", {"content": content}),
+                       ("/api/memory/remember", {"content": content, "tags": ["x"]}),  # past the hot path's fast shape
+                       ("/api/memory/modify", {"patches": [{"id": "x", "content": content}], "reason": "r"})):
+        resp = api.post(path, json=body)
+        assert resp.status_code in (400, 422), (path, repr(content), resp.text)
+        assert "invisible" in resp.json()["error"] or "empty" in resp.json()["error"]
+    assert api.get("/api/memories").json()["total"] == 0
+
+
+def test_session_end_without_an_llm_warns_once(make_workspace: Callable[..., Workspace],
+                                               caplog: pytest.LogCaptureFixture) -> None:
+    dead = f"http://127.0.0.1:{free_port()}"  # nothing listens: every call is refused at once
+    ws = make_workspace(embedding="none", memory={"pipelineV2": {
+        "extraction": {"provider": "ollama", "endpoint": dead, "timeout": 2}, "summarizeHandoff": True}})
+    rt: Runtime = start_runtime(ws)
+    try:
+        assert rt.hooks.summarizer is not None
+        caplog.set_level(logging.INFO)
+        for i in range(3):
+            rt.hooks.session_end(SessionEndRequest(
+                harness="claude-code", session_id=f"s{i}",
+                turns=[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "answer"}]))
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and not any("LLM did not answer" in r.message for r in caplog.records):
+            time.sleep(0.05)
+        time.sleep(0.5)  # the other sessions' summaries have failed too by now
+        said = [r for r in caplog.records if "LLM did not answer" in r.getMessage()]
+        assert len(said) == 1 and said[0].levelno == logging.WARNING and said[0].exc_info is None
+        assert not [r for r in caplog.records if r.exc_info is not None and r.name.startswith("signet.hooks")]
+    finally:
+        rt.stop()

@@ -170,6 +170,8 @@ class OnnxModel:
         import onnxruntime as ort
         from tokenizers import Tokenizer
 
+        ort.disable_telemetry_events()  # before the first session (ORT_DISABLE_TELEMETRY: signet.embedding)
+
         if not (model_dir / "tokenizer.json").is_file():
             raise EmbeddingError(f"the ONNX backend needs {model_dir / 'tokenizer.json'} (a fast tokenizer)")
         tokenizer = Tokenizer.from_file(str(model_dir / "tokenizer.json"))

@@ -3,17 +3,20 @@
 The defaults live here and only here (the spec's defaults). Keys keep the spelling of the
 spec's manifest (``pipelineV2``, ``shadowMode``…); snake_case spellings are accepted too.
 An invalid file raises :class:`~signet.errors.ConfigError` naming the dotted key at fault.
-Unknown keys are kept (other tools write to the same manifest) but never interpreted.
+Unknown top-level keys are kept (other tools write to the same manifest) but never interpreted;
+an unknown key inside a section Signet owns is an error (see :class:`Section`). Keys the
+spec's TypeScript Signet writes into those sections are listed one by one in each section's
+``legacy_keys`` (accepted and dropped) or translated (``graphEnabled``, ``*RetentionMs``).
 """
 
 from __future__ import annotations
 
 import difflib
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, ClassVar, Literal, get_args
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from signet import plugins
 from signet.errors import ConfigError
@@ -24,6 +27,18 @@ class Section(BaseModel):
     such as ``auth: {mdoe: team}`` would otherwise leave the daemon open in local mode)."""
 
     model_config = ConfigDict(extra="forbid", populate_by_name=True, validate_assignment=True)
+
+    legacy_keys: ClassVar[frozenset[str]] = frozenset()
+    """Keys the spec's TypeScript Signet writes in this section that this implementation does
+    not read: accepted and dropped, so its agent.yaml still loads. Listed key by key, never a
+    blanket allow: anything else unknown stays an error."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _drop_legacy_keys(cls, data: Any) -> Any:
+        if isinstance(data, dict) and cls.legacy_keys:
+            return {k: v for k, v in data.items() if k not in cls.legacy_keys}
+        return data
 
 
 class AgentInfo(Section):
@@ -42,19 +57,23 @@ class EmbeddingSettings(Section):
     @classmethod
     def _registered(cls, name: str) -> str:
         return plugins.check_provider("embedding", name)  # a plugin's embedder is as valid as a built-in
+
     model: str = "all-MiniLM-L6-v2"
     dimensions: int | None = Field(None, gt=0, le=16384)
     base_url: str | None = None
     api_key: str | None = None
     timeout: float = Field(30.0, gt=0, le=600)
     query_cooldown: float = Field(
-        30.0, ge=0, le=3600,
+        30.0,
+        ge=0,
+        le=3600,
         description="seconds recall skips query embedding after one failed (0: retry on every recall)",
     )
     batch_size: int = Field(32, ge=1, le=1024)
     threads: int = Field(1, ge=0, le=256, description="CPU threads of the local model (0: the runtime's default)")
     backend: Literal["auto", "onnx", "torch"] = Field(
-        "auto", description="local model runtime: onnx (ONNX Runtime export of the bundled model), torch, or auto",
+        "auto",
+        description="local model runtime: onnx (ONNX Runtime export of the bundled model), torch, or auto",
     )
 
 
@@ -64,13 +83,15 @@ class SearchSettings(Section):
     min_score: float = Field(0.1, ge=0.0, le=1.0)
     default_limit: int = Field(10, ge=1, le=200)
     vector_threads: int = Field(
-        1, ge=0, le=256,
+        1,
+        ge=0,
+        le=256,
         description="BLAS threads for the vector leg's matrix product (0: numpy's default, often one per core)",
     )
     keyword_index: bool = Field(
         True,
         description="keep an in-memory copy of the keyword index for recall's keyword leg (faster at scale; "
-                    "about 20 bytes per indexed word occurrence); off: FTS5 answers every query",
+        "about 20 bytes per indexed word occurrence); off: FTS5 answers every query",
     )
 
 
@@ -81,6 +102,7 @@ class ExtractionSettings(Section):
     @classmethod
     def _registered(cls, name: str) -> str:
         return plugins.check_provider("LLM", name)
+
     model: str = "qwen3:4b"
     endpoint: str | None = None
     timeout: float = Field(90.0, gt=0, le=3600, description="seconds per LLM call")
@@ -89,10 +111,43 @@ class ExtractionSettings(Section):
 
 
 class GraphSettings(Section):
+    # The spec's switch for graph triples from background extraction: here extraction writes
+    # entities whenever the graph is enabled.
+    legacy_keys = frozenset({"extractionWritesEnabled"})
+
     enabled: bool = True
 
 
 class PipelineSettings(Section):
+    # The spec's maintenance worker (``autonomous``), prospective hints, the recall QA ledger
+    # (``telemetry``) and document chunking are not implemented here; their settings are read
+    # by nothing.
+    legacy_keys = frozenset(
+        {
+            "autonomous",
+            "autonomousEnabled",
+            "autonomousFrozen",
+            "hints",
+            "telemetry",
+            "documentChunkSize",
+            "documentChunkOverlap",
+        }
+    )
+
+    @model_validator(mode="before")
+    @classmethod
+    def _graph_enabled(cls, data: Any) -> Any:
+        """The spec's older flat ``graphEnabled`` is ``graph.enabled`` (a nested value wins)."""
+        if isinstance(data, dict) and "graphEnabled" in data:
+            data = dict(data)
+            flag = data.pop("graphEnabled")
+            graph = data.get("graph")
+            if graph is None:
+                data["graph"] = {"enabled": flag}
+            elif isinstance(graph, dict) and "enabled" not in graph:
+                data["graph"] = {**graph, "enabled": flag}
+        return data
+
     enabled: bool = True
     shadow_mode: bool = Field(False, alias="shadowMode")
     mutations_frozen: bool = Field(False, alias="mutationsFrozen")
@@ -112,6 +167,9 @@ class PipelineSettings(Section):
 
 
 class MemorySettings(Section):
+    # The spec's separate vector store path: vectors live in the database here.
+    legacy_keys = frozenset({"vectors"})
+
     database: str = "memory/memories.db"
     session_budget: int = Field(2000, ge=0)
     decay_rate: float = Field(0.95, gt=0.0, le=1.0)
@@ -121,7 +179,33 @@ class MemorySettings(Section):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, alias="pipelineV2")
 
 
+_RETENTION_MS = {
+    "tombstoneRetentionMs": "tombstone_days",
+    "historyRetentionMs": "history_days",
+    "completedJobRetentionMs": "completed_job_days",
+    "deadJobRetentionMs": "dead_job_days",
+}
+
+
 class RetentionSettings(Section):
+    @model_validator(mode="before")
+    @classmethod
+    def _spec_spelling(cls, data: Any) -> Any:
+        """The spec's keys (``tombstoneRetentionMs``… in milliseconds, ``batchLimit``) are the
+        same settings; a snake_case key given too wins."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for spec_key, key in _RETENTION_MS.items():
+            if spec_key in data:
+                ms = data.pop(spec_key)
+                if isinstance(ms, bool) or not isinstance(ms, (int, float)):
+                    raise ValueError(f"{spec_key} must be a number of milliseconds")
+                data.setdefault(key, ms / 86_400_000)
+        if "batchLimit" in data:
+            data.setdefault("batch_limit", data.pop("batchLimit"))
+        return data
+
     tombstone_days: float = Field(30, ge=0, le=36500)
     history_days: float = Field(180, ge=0, le=36500)
     completed_job_days: float = Field(14, ge=0, le=36500)
@@ -220,8 +304,9 @@ def parse_settings(data: Any, *, source: str = "agent.yaml") -> Settings:
         first = next((e for e in errors if e["type"] == "extra_forbidden"), errors[0])
         key = _dotted(first["loc"])
         if first["type"] == "extra_forbidden":
-            raise ConfigError(f"{source}: {key}: unknown key; {_suggest(first['loc'])}", key=key,
-                              problems=len(errors)) from None
+            raise ConfigError(
+                f"{source}: {key}: unknown key; {_suggest(first['loc'])}", key=key, problems=len(errors)
+            ) from None
         raise ConfigError(
             f"{source}: invalid value for '{key}': {first['msg']}", key=key, problems=len(errors)
         ) from None

@@ -20,15 +20,22 @@ def write(path: Path, data: dict[str, object]) -> Path:
     return path
 
 
-@pytest.mark.parametrize(("data", "message"), [
-    ({"auth": {"mdoe": "team"}}, "auth.mdoe: unknown key; did you mean auth.mode?"),
-    ({"memory": {"pipelineV2": {"extraction": {"modle": "x"}}}},
-     "memory.pipelineV2.extraction.modle: unknown key; did you mean memory.pipelineV2.extraction.model?"),
-    ({"agents": {"roster": [{"name": "a", "readpolicy": "shared"}]}},
-     "agents.roster.0.readpolicy: unknown key; did you mean agents.roster.0.readPolicy?"),
-    ({"search": {"zzz": 1}}, "search.zzz: unknown key; valid keys here: alpha, default_limit"),
-    ({"daemon": {"prot": 4000}}, "daemon.prot: unknown key; did you mean daemon.port?"),
-])
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"auth": {"mdoe": "team"}}, "auth.mdoe: unknown key; did you mean auth.mode?"),
+        (
+            {"memory": {"pipelineV2": {"extraction": {"modle": "x"}}}},
+            "memory.pipelineV2.extraction.modle: unknown key; did you mean memory.pipelineV2.extraction.model?",
+        ),
+        (
+            {"agents": {"roster": [{"name": "a", "readpolicy": "shared"}]}},
+            "agents.roster.0.readpolicy: unknown key; did you mean agents.roster.0.readPolicy?",
+        ),
+        ({"search": {"zzz": 1}}, "search.zzz: unknown key; valid keys here: alpha, default_limit"),
+        ({"daemon": {"prot": 4000}}, "daemon.prot: unknown key; did you mean daemon.port?"),
+    ],
+)
 def test_unknown_keys_in_owned_sections_are_errors(tmp_path: Path, data: dict[str, object], message: str) -> None:
     path = write(tmp_path / "agent.yaml", data)
     with pytest.raises(ConfigError) as err:
@@ -44,8 +51,9 @@ def test_unknown_top_level_keys_stay(tmp_path: Path) -> None:
 
 def _signet(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": "1", "SIGNET_HOST": "127.0.0.1"}
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_the_daemon_and_the_cli_refuse_a_typo_in_one_line(tmp_path: Path) -> None:
@@ -70,8 +78,9 @@ def test_doctor_lists_unknown_top_level_keys(tmp_path: Path) -> None:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": port, "SIGNET_HOST": "127.0.0.1"}
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                              env=env, timeout=60)
+        return subprocess.run(
+            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+        )
 
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
     cfg = yaml.safe_load((ws / "agent.yaml").read_text())
@@ -83,3 +92,40 @@ def test_doctor_lists_unknown_top_level_keys(tmp_path: Path) -> None:
         assert "top-level keys Signet does not read" in r.stdout and "someOtherTool" in r.stdout, r.stdout + r.stderr
     finally:
         signet("stop")
+
+
+def test_the_specs_own_keys_still_load(tmp_path: Path) -> None:
+    """An agent.yaml written by the spec's TypeScript Signet loads: the keys it writes in
+    Signet's sections are translated (graphEnabled, *RetentionMs, batchLimit) or listed as
+    read by nothing; a typo next to them is still an error."""
+    spec = {
+        "memory": {
+            "database": "memory/memories.db",
+            "vectors": "memory/vectors.db",
+            "pipelineV2": {
+                "enabled": True,
+                "shadowMode": False,
+                "graphEnabled": False,
+                "autonomousEnabled": False,
+                "autonomous": {"enabled": False, "frozen": True, "maintenanceMode": "observe"},
+                "hints": {"enabled": False},
+                "telemetry": {"memorySearchQaEnabled": False},
+                "documentChunkSize": 2000,
+                "documentChunkOverlap": 200,
+                "graph": {"extractionWritesEnabled": True},
+            },
+        },
+        "retention": {"tombstoneRetentionMs": 2 * 86_400_000, "historyRetentionMs": 43_200_000, "batchLimit": 50},
+    }
+    settings = load_settings(write(tmp_path / "agent.yaml", spec))
+    assert settings.memory.pipeline.graph.enabled is False
+    assert (settings.retention.tombstone_days, settings.retention.history_days) == (2, 0.5)
+    assert settings.retention.batch_limit == 50 and settings.retention.dead_job_days == 30
+    assert unknown_top_level_keys(settings) == []
+    spec["memory"]["pipelineV2"]["shadowMdoe"] = True  # type: ignore[index]
+    with pytest.raises(
+        ConfigError, match=r"pipelineV2\.shadowMdoe: unknown key; did you mean memory\.pipelineV2\.shadowMode"
+    ):
+        load_settings(write(tmp_path / "agent.yaml", spec))
+    with pytest.raises(ConfigError, match="tombstoneRetentionMs must be a number of milliseconds"):
+        load_settings(write(tmp_path / "agent.yaml", {"retention": {"tombstoneRetentionMs": "30d"}}))

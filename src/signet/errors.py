@@ -21,6 +21,9 @@ the HTTP status the daemon answers with, so the API, SDK, MCP and CLI speak one 
 
 from __future__ import annotations
 
+import errno
+import os
+from pathlib import Path
 from typing import Any
 
 
@@ -114,6 +117,18 @@ class ConfigError(SignetError):
     status = 500
 
 
+class StorageError(SignetError):
+    """The database cannot be written: nothing was written, reads go on."""
+
+    code = "storage_unavailable"
+    status = 503
+
+
+class StorageFull(StorageError):
+    code = "disk_full"
+    status = 507
+
+
 ERRORS_BY_CODE: dict[str, type[SignetError]] = {
     cls.code: cls
     for cls in (
@@ -128,6 +143,8 @@ ERRORS_BY_CODE: dict[str, type[SignetError]] = {
         RetentionExpired,
         WrongWorkspace,
         RateLimited,
+        StorageError,
+        StorageFull,
         MutationsFrozen,
         DaemonUnavailable,
     )
@@ -148,3 +165,39 @@ def error_from_payload(status: int, payload: dict[str, Any]) -> SignetError:
         err.status = status
         return err
     return cls(message, **details)
+
+
+def storage_error(exc: BaseException, db_path: Path) -> StorageError | None:
+    """What a SQLite or OS error means for the user, with what to do; None for other errors.
+
+    SQLite says "database or disk is full" (SQLITE_FULL), "attempt to write a readonly
+    database" (SQLITE_READONLY), "disk I/O error" (SQLITE_IOERR), "database disk image is
+    malformed" / "file is not a database" (SQLITE_CORRUPT / NOTADB)."""
+    text = str(exc).lower()
+    code = getattr(exc, "errno", None)
+    where = db_path.parent
+    if "disk is full" in text or code == errno.ENOSPC:
+        free = free_mb(where)
+        return StorageFull(f"disk full ({free:.1f} MB free) at {where}; free some space and writes resume by "
+                           "themselves (nothing was written)", free_mb=round(free, 1), path=str(where))
+    if "readonly" in text or "read-only" in text or code in (errno.EROFS, errno.EACCES, errno.EPERM):
+        return StorageError(f"the database at {db_path} cannot be written (read-only file or filesystem); check "
+                            "the workspace's permissions and mount (nothing was written)",
+                            code="storage_read_only", path=str(db_path))
+    if "disk i/o error" in text or "malformed" in text or "not a database" in text:
+        return StorageError(f"the database at {db_path} is damaged or unreadable ({exc}); stop the daemon and run "
+                            "`signet repair --recover`, or restore a backup", code="storage_damaged",
+                            path=str(db_path))
+    return None
+
+
+def free_mb(path: Path) -> float:
+    """Free space for unprivileged writes on the filesystem holding ``path`` (MB)."""
+    probe = path
+    while not probe.exists() and probe != probe.parent:
+        probe = probe.parent
+    try:
+        st = os.statvfs(probe)
+    except OSError:
+        return 0.0
+    return st.f_bavail * st.f_frsize / 1e6

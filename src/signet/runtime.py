@@ -48,6 +48,7 @@ class Runtime:
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
         self.condition = Condition()
+        self.db.on_trouble = self._storage_trouble
         self.instance: Instance | None = None
         """This daemon's published identity (signet.instance), set by the daemon process
         (signet.daemon.server); None for an in-process runtime (tests, benchmarks)."""
@@ -64,6 +65,13 @@ class Runtime:
         self.auth = AuthState(self.settings, workspace.root, self.db, bind_host)
         """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
         self._running = False
+
+    def _storage_trouble(self, cause: str, message: str | None) -> None:
+        """Writes failing for a storage reason degrade /health until one lands again."""
+        if message is None:
+            self.condition.clear(cause)
+        else:
+            self.condition.report(cause, message)
 
     def start(self) -> Runtime:
         if self._running:

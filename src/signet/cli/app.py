@@ -12,13 +12,18 @@ from signet.errors import SignetError
 
 
 class SignetGroup(TyperGroup):
-    """Turns any :class:`SignetError` raised by a command into one line on stderr and exit 1."""
+    """Turns any :class:`SignetError` (or a file error) raised by a command into one line on
+    stderr and exit 1."""
 
     def invoke(self, ctx: _click.Context) -> Any:
         try:
             return super().invoke(ctx)
         except SignetError as exc:
             typer.secho(f"error: {exc.message}", err=True, fg="red")
+            raise typer.Exit(1) from None
+        except OSError as exc:  # a file the command needs: say which, and why, in one line
+            where = f": {exc.filename}" if exc.filename else ""
+            typer.secho(f"error: {exc.strerror or exc}{where}", err=True, fg="red")
             raise typer.Exit(1) from None
 
 

@@ -79,6 +79,9 @@ def start(
     from signet.auth.install import check_bind
 
     check_bind(h, ws.settings())  # refuse a non-loopback bind in local mode before spawning
+    from signet.daemon.server import preflight
+
+    preflight(ws)  # a full disk or a read-only workspace: said here, in one line, before spawning
     url = base_url(h, p)
     current = instance.running(ws.daemon_dir)
     if current is not None:

@@ -6,7 +6,7 @@ import logging
 import os
 from pathlib import Path
 
-from signet.errors import SignetError
+from signet.errors import SignetError, StorageError, StorageFull, free_mb
 from signet.instance import DaemonLock, running
 from signet.workspace import Workspace
 
@@ -19,6 +19,9 @@ def configure_logging(ws: Workspace, *, to_stderr: bool = True) -> Path:
     fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
     root = logging.getLogger()
     root.setLevel(logging.INFO)
+    # A log line that cannot be written (full disk) must not print a traceback per line, or
+    # crash anything: the condition is reported through /health instead.
+    logging.raiseExceptions = False
     file_handler = logging.FileHandler(path, encoding="utf-8")
     file_handler.setFormatter(fmt)
     root.addHandler(file_handler)
@@ -44,6 +47,30 @@ def remove_pid(ws: Workspace) -> None:
         return
 
 
+MIN_FREE_MB = 16.0
+"""Below this much free space the daemon does not start: SQLite needs room for its journal and
+the log needs room for its lines, and a daemon that starts only to fail every write helps nobody."""
+
+
+def preflight(ws: Workspace) -> None:
+    """Refuse to start, in one line, on a workspace that cannot be written."""
+    ws.root.mkdir(parents=True, exist_ok=True)
+    free = free_mb(ws.root)
+    if free < MIN_FREE_MB:
+        raise StorageFull(f"disk full ({free:.1f} MB free) at {ws.root}; the daemon needs {MIN_FREE_MB:g} MB to "
+                          "start: free some space and start again")
+    if not os.access(ws.root, os.W_OK) or _read_only_fs(ws.root):
+        raise StorageError(f"the workspace {ws.root} is read-only; check its permissions and mount, then start "
+                           "again", code="storage_read_only")
+
+
+def _read_only_fs(path: Path) -> bool:
+    try:
+        return bool(os.statvfs(path).f_flag & os.ST_RDONLY)
+    except OSError:
+        return False
+
+
 def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) -> None:
     """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded.
 
@@ -57,6 +84,7 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
     from signet.runtime import Runtime
 
     check_bind(host, ws.settings())  # local mode (no tokens) listens on loopback only
+    preflight(ws)
     lock = DaemonLock(ws.daemon_dir)
     if not lock.acquire():
         inst = running(ws.daemon_dir)

@@ -26,6 +26,7 @@ import numpy as np
 from signet import plugins
 from signet.config import EmbeddingSettings
 from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
+from signet.errors import StorageError
 from signet.store.database import Database
 from signet.store.sqlite import Connection, sqlite3
 
@@ -200,7 +201,7 @@ class EmbeddingService:
                     continue
             try:
                 did = self._embed_pending_batch()
-            except (EmbeddingError, sqlite3.Error) as exc:
+            except (EmbeddingError, StorageError, sqlite3.Error) as exc:  # a full disk waits, with backoff
                 self.last_batch_error = str(exc)
                 log.warning("embedding batch failed (retrying): %s", exc)
                 self._stop.wait(min(backoff, 60.0))

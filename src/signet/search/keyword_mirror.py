@@ -32,6 +32,7 @@ import logging
 import threading
 from typing import Any
 
+from signet.errors import StorageError
 from signet.models import KeywordIndexState
 from signet.search.keywords import KeywordIndex, Phrase, RowData
 from signet.search.tokens import token_counts, tokens
@@ -185,7 +186,7 @@ class KeywordMirror:
                 last_backlog = backlog
                 if self.index.needs_merge():
                     self.index.merge()
-            except sqlite3.Error as exc:
+            except (sqlite3.Error, StorageError) as exc:
                 # A locked, full or corrupt database: recall falls back to FTS5 meanwhile.
                 self.error = f"keyword index: {exc}"
                 log.warning("keyword index sync failed (retrying in %.0fs): %s", backoff, exc)

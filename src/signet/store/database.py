@@ -18,6 +18,7 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
+from signet.errors import storage_error
 from signet.store.decay import sql_decay
 from signet.store.migrations import migrate
 from signet.store.sqlite import sqlite3
@@ -60,13 +61,24 @@ class Database:
         self._readers_lock = threading.Lock()
         self._closed = False
         self._after_commit: list[Callable[[], None]] = []
+        self._trouble: str | None = None
+        """The code of the storage problem the last failed write hit, until a write lands."""
+        self.on_trouble: Callable[[str, str | None], None] | None = None
+        """Told ``(cause, message)`` when writes start failing for a storage reason, and
+        ``(cause, None)`` when they land again (the runtime's condition: /health degraded)."""
         """Callbacks of the group being written (writer thread only): run after its COMMIT."""
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self._write_conn = connect(self.path)
-        migrate(self._write_conn)
+        try:
+            self._write_conn = connect(self.path)
+            migrate(self._write_conn)
+        except sqlite3.Error as exc:  # a full disk, a read-only workspace, a damaged file: said in one line
+            typed = storage_error(exc, self.path)
+            if typed is None:
+                raise
+            raise typed from None
         self._writer = threading.Thread(target=self._run_writer, name="signet-db-writer", daemon=True)
         self._writer.start()
         return self
@@ -156,33 +168,35 @@ class Database:
         self._after_commit.clear()
         try:
             conn.execute("BEGIN IMMEDIATE")
-        except sqlite3.Error as exc:
-            for _, fut in batch:
-                fut.set_exception(exc)
-            return
-        for i, (fn, fut) in enumerate(batch):
-            sp = f"w{i}"
-            conn.execute(f"SAVEPOINT {sp}")
-            mark = len(self._after_commit)
-            try:
-                result = fn(conn)
-            except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
-                conn.execute(f"ROLLBACK TO {sp}")
+            for i, (fn, fut) in enumerate(batch):
+                sp = f"w{i}"
+                conn.execute(f"SAVEPOINT {sp}")
+                mark = len(self._after_commit)
+                try:
+                    result = fn(conn)
+                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
+                    conn.execute(f"ROLLBACK TO {sp}")
+                    conn.execute(f"RELEASE {sp}")
+                    del self._after_commit[mark:]  # its in-memory changes are dropped with it
+                    outcomes.append((fut, False, self._storage(exc) if isinstance(exc, sqlite3.Error) else exc))
+                    continue
                 conn.execute(f"RELEASE {sp}")
-                del self._after_commit[mark:]  # its in-memory changes are dropped with it
-                outcomes.append((fut, False, exc))
-                continue
-            conn.execute(f"RELEASE {sp}")
-            outcomes.append((fut, True, result))
-        try:
+                outcomes.append((fut, True, result))
             conn.execute("COMMIT")
-        except sqlite3.Error as exc:
+        except sqlite3.Error as exc:  # BEGIN, a savepoint or COMMIT failed: the whole group rolls back
             if conn.in_transaction:
-                conn.execute("ROLLBACK")
+                try:
+                    conn.execute("ROLLBACK")
+                except sqlite3.Error as again:
+                    log.warning("rollback after a failed write group also failed: %s", again)
             self._after_commit.clear()
-            for fut, _, _ in outcomes:
-                fut.set_exception(exc)
+            err = self._storage(exc)
+            for _, fut in batch:
+                fut.set_exception(err)
             return
+        if self._trouble is not None and any(ok for _, ok, _ in outcomes):
+            self._report(self._trouble, None)  # writes land again: the problem has passed
+            self._trouble = None
         callbacks, self._after_commit = self._after_commit, []
         for cb in callbacks:
             try:
@@ -194,6 +208,22 @@ class Database:
                 fut.set_result(value)
             else:
                 fut.set_exception(value)
+
+    def _storage(self, exc: BaseException) -> BaseException:
+        """A storage failure as the typed error callers and the API understand (disk full,
+        read-only, damaged), reported to ``on_trouble``; other errors unchanged."""
+        err = storage_error(exc, self.path)
+        if err is None:
+            return exc
+        if self._trouble != err.code:
+            log.warning("%s", err.message)  # once per episode, not per write
+        self._trouble = err.code
+        self._report(err.code, err.message)
+        return err
+
+    def _report(self, cause: str, message: str | None) -> None:
+        if self.on_trouble is not None:
+            self.on_trouble(cause, message)
 
     # -- reads -----------------------------------------------------------------------------
     def reader(self) -> Any:

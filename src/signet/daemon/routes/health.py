@@ -37,5 +37,8 @@ def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
 
 @router.get("/api/status", response_model=StatusResponse)
 def status(runtime: RuntimeDep) -> StatusResponse:
-    """Version, uptime, memory counts, embedding coverage, and whether vector search is on."""
-    return runtime.service.status(str(runtime.workspace.root), str(runtime.db_path))
+    """Version, uptime, memory counts, embedding coverage, and whether vector search is on;
+    its warnings include what made /health degraded (disk full, damaged database)."""
+    st = runtime.service.status(str(runtime.workspace.root), str(runtime.db_path))
+    st.warnings = [*runtime.condition.problems().values(), *st.warnings]
+    return st

@@ -5,14 +5,19 @@ says so once, without a traceback (real runtime, real fake-free failure: nothing
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
+import sys
 import time
 import unicodedata
 from collections.abc import Callable
+from pathlib import Path
 
+import httpx
 import pytest
+import yaml
 from fastapi.testclient import TestClient
 
-from signet.daemon.app import create_app
 from signet.hooks.models import SessionEndRequest
 from signet.runtime import Runtime
 from signet.workspace import Workspace
@@ -37,28 +42,56 @@ def test_nfc_and_nfd_are_one_memory(api: TestClient) -> None:
 
 @pytest.mark.parametrize("content", ["\u200b", "\u200b\u200c\u200d", " \ufeff \u2060 ", "\u00ad\n\t"])
 def test_invisible_only_content_is_refused(api: TestClient, content: str) -> None:
-    for path, body in (("/api/memory/remember", {"content": content}),
-                       ("/api/memory/remember", {"content": content, "tags": ["x"]}),  # past the hot path's fast shape
-                       ("/api/memory/modify", {"patches": [{"id": "x", "content": content}], "reason": "r"})):
+    for path, body in (
+        ("/api/memory/remember", {"content": content}),
+        ("/api/memory/remember", {"content": content, "tags": ["x"]}),  # past the hot path's fast shape
+        ("/api/memory/modify", {"patches": [{"id": "x", "content": content}], "reason": "r"}),
+    ):
         resp = api.post(path, json=body)
-        assert resp.status_code in (400, 422), (path, repr(content), resp.text)
+        # 422 invalid_request like any other malformed field (docs/api.md); the hot path's shape
+        # and the route's answer the same, because the hot path validates with the route's model.
+        assert resp.status_code == 422 and resp.json()["code"] == "invalid_request", (path, repr(content), resp.text)
         assert "invisible" in resp.json()["error"] or "empty" in resp.json()["error"]
     assert api.get("/api/memories").json()["total"] == 0
 
 
-def test_session_end_without_an_llm_warns_once(make_workspace: Callable[..., Workspace],
-                                               caplog: pytest.LogCaptureFixture) -> None:
+def test_modify_stores_nfc(api: TestClient) -> None:
+    mid = api.post("/api/memory/remember", json={"content": "a placeholder fact"}).json()["id"]
+    resp = api.post(
+        "/api/memory/modify",
+        json={"patches": [{"id": mid, "content": unicodedata.normalize("NFD", TEXT)}], "reason": "typo"},
+    )
+    assert resp.status_code == 200, resp.text
+    assert api.get(f"/api/memory/{mid}").json()["content"] == TEXT
+    again = api.post("/api/memory/remember", json={"content": TEXT}).json()
+    assert again["deduped"] is True and again["id"] == mid
+
+
+def test_session_end_without_an_llm_warns_once(
+    make_workspace: Callable[..., Workspace], caplog: pytest.LogCaptureFixture
+) -> None:
     dead = f"http://127.0.0.1:{free_port()}"  # nothing listens: every call is refused at once
-    ws = make_workspace(embedding="none", memory={"pipelineV2": {
-        "extraction": {"provider": "ollama", "endpoint": dead, "timeout": 2}, "summarizeHandoff": True}})
+    ws = make_workspace(
+        embedding="none",
+        memory={
+            "pipelineV2": {
+                "extraction": {"provider": "ollama", "endpoint": dead, "timeout": 2},
+                "summarizeHandoff": True,
+            }
+        },
+    )
     rt: Runtime = start_runtime(ws)
     try:
         assert rt.hooks.summarizer is not None
         caplog.set_level(logging.INFO)
         for i in range(3):
-            rt.hooks.session_end(SessionEndRequest(
-                harness="claude-code", session_id=f"s{i}",
-                turns=[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "answer"}]))
+            rt.hooks.session_end(
+                SessionEndRequest(
+                    harness="claude-code",
+                    session_id=f"s{i}",
+                    turns=[{"role": "user", "content": f"question {i}"}, {"role": "assistant", "content": "answer"}],
+                )
+            )
         deadline = time.monotonic() + 20
         while time.monotonic() < deadline and not any("LLM did not answer" in r.message for r in caplog.records):
             time.sleep(0.05)
@@ -68,3 +101,55 @@ def test_session_end_without_an_llm_warns_once(make_workspace: Callable[..., Wor
         assert not [r for r in caplog.records if r.exc_info is not None and r.name.startswith("signet.hooks")]
     finally:
         rt.stop()
+
+
+def test_a_daemon_without_its_llm_says_so_once_in_its_log(tmp_path: Path) -> None:
+    """The real daemon process and its log file: three session ends, the configured LLM refuses
+    every connection; one warning line for the run, no traceback."""
+    ws, port = tmp_path / "ws", free_port()
+    env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1"}
+
+    def signet(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        )
+
+    assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
+    cfg = yaml.safe_load((ws / "agent.yaml").read_text())
+    cfg.setdefault("memory", {})["pipelineV2"] = {
+        "summarizeHandoff": True,
+        "extraction": {"provider": "ollama", "endpoint": f"http://127.0.0.1:{free_port()}", "timeout": 2},
+    }
+    (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
+    started = signet("start")
+    assert started.returncode == 0, started.stderr
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30) as c:
+            for i in range(3):
+                resp = c.post(
+                    "/api/hooks/session-end",
+                    json={
+                        "harness": "claude-code",
+                        "session_id": f"s{i}",
+                        "turns": [
+                            {"role": "user", "content": f"question {i}"},
+                            {"role": "assistant", "content": "answer"},
+                        ],
+                    },
+                )
+                assert resp.status_code == 200, resp.text
+        logs = ws / ".daemon" / "logs"
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline and "LLM did not answer" not in _read(logs):
+            time.sleep(0.1)
+        time.sleep(1.0)  # the other sessions' summaries have failed by now too
+    finally:
+        assert signet("stop").returncode == 0
+    text = _read(logs)
+    said = [line for line in text.splitlines() if "LLM did not answer" in line]
+    assert len(said) == 1 and " WARNING " in said[0], said
+    assert "Traceback" not in text, text
+
+
+def _read(logs: Path) -> str:
+    return "".join(p.read_text(encoding="utf-8") for p in sorted(logs.glob("daemon-*.log")))

@@ -109,8 +109,10 @@ class HookService:
         self.max_attempts = max_attempts
         """Attempts each queued extraction job gets (``memory.pipelineV2.maxAttempts``)."""
         self.summarizer: Summarizer | None = None
-        self._llm_down_said = False
         """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
+        self._llm_down_said = threading.Lock()
+        """Taken (never released) by the first summary that finds the LLM not answering: the
+        warning is said once per daemon run, atomically, though summaries run on their own threads."""
 
     # -- session start ---------------------------------------------------------------------
     def session_start(self, req: SessionStartRequest, *, scope: ReadScope = UNSCOPED) -> SessionStartResponse:
@@ -311,8 +313,7 @@ class HookService:
             try:
                 summary = summarize(turns)
             except LlmError as exc:  # no LLM answering: the last-exchanges handoff stays; said once
-                if not self._llm_down_said:
-                    self._llm_down_said = True
+                if self._llm_down_said.acquire(blocking=False):
                     log.warning("handoff summaries use the last exchanges: the LLM did not answer (%s); "
                                 "said once per daemon run", exc)
                 return

@@ -10,9 +10,11 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fastapi.testclient import TestClient
 
 from signet.config import load_settings, unknown_top_level_keys
 from signet.errors import ConfigError
+from signet.runtime import Runtime
 
 
 def write(path: Path, data: dict[str, object]) -> Path:
@@ -129,3 +131,15 @@ def test_the_specs_own_keys_still_load(tmp_path: Path) -> None:
         load_settings(write(tmp_path / "agent.yaml", spec))
     with pytest.raises(ConfigError, match="tombstoneRetentionMs must be a number of milliseconds"):
         load_settings(write(tmp_path / "agent.yaml", {"retention": {"tombstoneRetentionMs": "30d"}}))
+
+
+def test_saving_a_typo_through_the_api_is_refused(api: TestClient, runtime: Runtime) -> None:
+    """The dashboard's config editor cannot write what the next start would refuse."""
+    path = runtime.workspace.config_path
+    before = path.read_bytes()
+    resp = api.post("/api/config", json={"file": "agent.yaml", "content": "auth:\n  mdoe: team\n"})
+    assert resp.status_code == 400 and resp.json()["code"] == "invalid_request", resp.text
+    assert resp.json()["error"] == "agent.yaml: auth.mdoe: unknown key; did you mean auth.mode?"
+    assert path.read_bytes() == before
+    ok = api.post("/api/config", json={"file": "agent.yaml", "content": "auth:\n  mode: local\notherTool: 1\n"})
+    assert ok.status_code == 200, ok.text

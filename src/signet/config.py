@@ -360,6 +360,14 @@ def unknown_top_level_keys(settings: Settings) -> list[str]:
     return sorted(settings.model_extra or {})
 
 
+def top_level_near_miss(key: str) -> str | None:
+    """The known top-level key an unknown one looks like a typo of (``atuh`` -> ``auth``), or
+    None. Unknown top-level keys must stay allowed, so a misspelt section name cannot be an
+    error; ``signet doctor`` points at it instead (``atuh: {mode: team}`` would run open)."""
+    close = difflib.get_close_matches(key, _keys_of(Settings), n=1, cutoff=0.75)
+    return close[0] if close else None
+
+
 def load_settings(path: Path) -> Settings:
     """Read agent.yaml; a missing file means all defaults."""
     if not path.exists():

@@ -3,6 +3,7 @@ the dotted key and the nearest valid one; unknown top-level keys stay (real file
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -87,11 +88,19 @@ def test_doctor_lists_unknown_top_level_keys(tmp_path: Path) -> None:
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
     cfg = yaml.safe_load((ws / "agent.yaml").read_text())
     cfg["someOtherTool"] = {"keep": True}
+    cfg["atuh"] = {"mode": "team"}  # a misspelt section: allowed at the top level, but pointed at
     (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
     assert signet("start").returncode == 0
     try:
         r = signet("doctor")
-        assert "top-level keys Signet does not read" in r.stdout and "someOtherTool" in r.stdout, r.stdout + r.stderr
+        out = " ".join(r.stdout.split())  # rich wraps at the terminal's width
+        assert "top-level keys Signet does not read" in out, r.stdout + r.stderr
+        assert "atuh (did you mean auth?), someOtherTool" in out, r.stdout
+        as_json = json.loads(signet("doctor", "--json").stdout)
+        assert as_json["config"] == {
+            "unknown_top_level_keys": ["atuh", "someOtherTool"],
+            "did_you_mean": {"atuh": "auth"},
+        }
     finally:
         signet("stop")
 

@@ -16,6 +16,7 @@ from signet.auth.state import AuthState
 from signet.condition import Condition
 from signet.config import Settings
 from signet.embedding.service import EmbeddingService
+from signet.errors import StorageError
 from signet.hooks.recovery import recover as recover_transcripts
 from signet.hooks.service import HookService
 from signet.hooks.watcher import IdentityWatcher
@@ -26,13 +27,16 @@ from signet.pipeline.runtime import Pipeline
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.store.database import Database
+from signet.store.integrity import StoreRecord, check, looks_lost
+from signet.store.sqlite import sqlite3
 from signet.workspace import Workspace
 
 log = logging.getLogger(__name__)
 
 
 class Runtime:
-    def __init__(self, workspace: Workspace, settings: Settings | None = None, *, bind_host: str | None = None) -> None:
+    def __init__(self, workspace: Workspace, settings: Settings | None = None, *, bind_host: str | None = None,
+                 accept_empty_database: bool = False) -> None:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
@@ -49,6 +53,9 @@ class Runtime:
         self.started_at = time.time()
         self.condition = Condition()
         self.db.on_trouble = self._storage_trouble
+        self.record = StoreRecord(workspace.daemon_dir)
+        """How many memories the database last held: an emptied database is noticed."""
+        self.accept_empty_database = accept_empty_database
         self.instance: Instance | None = None
         """This daemon's published identity (signet.instance), set by the daemon process
         (signet.daemon.server); None for an in-process runtime (tests, benchmarks)."""
@@ -66,6 +73,25 @@ class Runtime:
         """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
         self._running = False
 
+    def check_store(self) -> None:
+        """Refuse a database that lost its memories (missing or emptied while the workspace
+        recorded some), unless the user accepted an empty store. The daemon calls this before
+        it serves, so the refusal is one line, not a failed start-up."""
+        lost = looks_lost(self.db_path, self.record)
+        if lost and not self.accept_empty_database:
+            raise StorageError(
+                f"the database at {self.db_path} is missing or empty, but it held {lost} memories; restore it from a "
+                "backup, or accept an empty store with `signet start --accept-empty-database`",
+                code="storage_emptied")
+
+    def _save_record(self) -> None:
+        """Remember how many memories the database holds (start and stop)."""
+        try:
+            count = int(self.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories").fetchone()[0]))
+            self.record.save(count)
+        except (OSError, StorageError, sqlite3.DatabaseError) as exc:  # a full disk or damaged file: said elsewhere
+            log.warning("could not record the memory count: %s", exc)
+
     def _storage_trouble(self, cause: str, message: str | None) -> None:
         """Writes failing for a storage reason degrade /health until one lands again."""
         if message is None:
@@ -76,7 +102,14 @@ class Runtime:
     def start(self) -> Runtime:
         if self._running:
             return self
+        self.check_store()
         self.db.open()
+        problem = self.db.read(lambda c: check(self.db_path, c))
+        if problem is not None:
+            msg = (f"the database at {self.db_path} is damaged ({problem}); stop the daemon and run "
+                   "`signet repair --recover`, or restore a backup")
+            log.error("%s", msg)
+            self.condition.report("storage_damaged", msg)
         limit_blas_threads(self.settings.search.vector_threads)
         self.embeddings.start()
         if self.keywords is not None:
@@ -90,6 +123,7 @@ class Runtime:
         self.hooks.summarizer = self.pipeline.summarizer()
         for fn in self.on_start:
             fn(self)
+        self._save_record()
         self._running = True
         return self
 
@@ -105,6 +139,7 @@ class Runtime:
         self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()
+        self._save_record()
         if self.keywords is not None:
             self.keywords.stop()
         self.embeddings.stop()

@@ -25,14 +25,19 @@ HostOpt = Annotated[str | None, typer.Option("--host", help="Bind/connect addres
 PortOpt = Annotated[int | None, typer.Option("--port", help="Port (env SIGNET_PORT).", min=1, max=65535)]
 
 
+AcceptEmpty = Annotated[bool, typer.Option(
+    "--accept-empty-database",
+    help="Start although the database that held memories is now missing or empty (a new, empty store).")]
+
+
 @app.command()
-def daemon(host: HostOpt = None, port: PortOpt = None) -> None:
+def daemon(host: HostOpt = None, port: PortOpt = None, accept_empty_database: AcceptEmpty = False) -> None:
     """Run the daemon in the foreground (logs to stderr and the workspace log)."""
     from signet.daemon.server import serve
 
     ws = Workspace.from_env()
     h, p = resolve_address(host, port)
-    serve(ws, h, p)
+    serve(ws, h, p, accept_empty_database=accept_empty_database)
 
 
 def _abandon(proc: subprocess.Popen[bytes], ws: Workspace) -> None:
@@ -69,6 +74,7 @@ def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
 def start(
     host: HostOpt = None, port: PortOpt = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the daemon to answer.")] = 20.0,
+    accept_empty_database: AcceptEmpty = False,
 ) -> None:
     """Start the daemon in the background (identity in .daemon/daemon.json, logs in .daemon/logs/).
 
@@ -98,7 +104,8 @@ def start(
     out = ws.logs_dir / "daemon.out"
     with out.open("ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", h, "--port", str(p)],
+            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", h, "--port", str(p),
+             *(["--accept-empty-database"] if accept_empty_database else [])],
             stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
         )

@@ -18,6 +18,7 @@ COMMAND_MODULES = [
     "pipeline",
     "mcp_server",
     "token",
+    "repair",
 ]
 
 for _name in COMMAND_MODULES:

@@ -11,7 +11,8 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from signet.errors import RateLimited, SignetError
+from signet.errors import RateLimited, SignetError, storage_error
+from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -52,6 +53,16 @@ def install_error_handlers(app: FastAPI) -> None:
         code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(exc.status_code, "http_error")
         return JSONResponse({"error": str(exc.detail), "code": code}, status_code=exc.status_code,
                             headers=getattr(exc, "headers", None))
+
+    @app.exception_handler(sqlite3.DatabaseError)
+    async def storage_failure(request: Request, exc: Exception) -> JSONResponse:
+        # A read that hits a damaged page: say what is wrong and what to do, not "internal error".
+        typed = storage_error(exc, request.app.state.runtime.db_path)
+        if typed is None:
+            log.exception("database error on %s %s", request.method, request.url.path)
+            return JSONResponse({"error": f"database error: {exc}; see the daemon log", "code": "internal_error"},
+                                status_code=500)
+        return signet_error_response(typed)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
@@ -138,6 +149,12 @@ class CatchAll:
         except Exception as exc:
             if started:
                 raise
+            app = scope.get("app")
+            typed = storage_error(exc, app.state.runtime.db_path) if app is not None and isinstance(
+                exc, sqlite3.DatabaseError) else None
+            if typed is not None:  # a damaged page under the hot path: what to do, not "internal error"
+                await signet_error_response(typed)(scope, receive, send)
+                return
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             await JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}; see the daemon log", "code": "internal_error"},

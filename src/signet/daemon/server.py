@@ -8,6 +8,7 @@ from pathlib import Path
 
 from signet.errors import SignetError, StorageError, StorageFull, free_mb
 from signet.instance import DaemonLock, running
+from signet.store.database import Database
 from signet.workspace import Workspace
 
 log = logging.getLogger("signet")
@@ -71,7 +72,8 @@ def _read_only_fs(path: Path) -> bool:
         return False
 
 
-def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) -> None:
+def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
+          accept_empty_database: bool = False) -> None:
     """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded.
 
     The daemon holds the workspace's lock for its lifetime and publishes its identity
@@ -92,7 +94,12 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True) ->
         raise SignetError(f"a Signet daemon already serves {ws.root}{where}; stop it first with `signet stop`",
                           code="already_running")
     configure_logging(ws, to_stderr=log_to_stderr)
-    runtime = Runtime(ws, bind_host=host)  # a name the Host header may carry (signet.auth)
+    # bind_host: a name the Host header may carry (signet.auth)
+    runtime = Runtime(ws, bind_host=host, accept_empty_database=accept_empty_database)
+    runtime.check_store()  # an emptied database: one line here, before anything serves
+    probe = Database(runtime.db_path)
+    probe.open()  # a database that cannot be opened (full disk, damaged beyond opening): one line here
+    probe.close()
 
     def started(rt: Runtime) -> None:
         rt.instance = lock.publish(ws.root, host, port)

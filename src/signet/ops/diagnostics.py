@@ -14,6 +14,7 @@ writes; every finding carries the action that would fix it.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -23,7 +24,7 @@ from signet.embedding.service import EmbeddingService
 from signet.pipeline.runtime import Pipeline
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database
-from signet.store.sqlite import Connection
+from signet.store.sqlite import Connection, sqlite3
 
 
 class Sources(Protocol):
@@ -105,7 +106,8 @@ def storage_domain(conn: Connection) -> Domain:
     pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
     d.metrics = {"memories": total, "tombstones": deleted, "quick_check": check, "database_bytes": pages}
     if check != "ok":
-        d.penalize(1.0, f"SQLite quick_check failed: {check}; stop the daemon and back up memories.db before repairing")
+        d.penalize(1.0, f"SQLite quick_check failed: {' '.join(check.split())[:300]}; stop the daemon and run "
+                        "`signet repair --recover` (it keeps the damaged file), or restore a backup")
     if total and deleted / total > 0.3:
         d.penalize(0.4, f"{deleted / total:.0%} of rows are tombstones; run POST /api/repair/retention-sweep")
     return d
@@ -171,14 +173,27 @@ def mutation_domain(conn: Connection, now: datetime) -> Domain:
     return d
 
 
+def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
+    """A domain whose reads hit a damaged database says so (with what to do) instead of
+    failing the whole report."""
+    try:
+        return measure()
+    except sqlite3.DatabaseError as exc:
+        d = Domain(name)
+        d.penalize(1.0, f"the database could not be read ({exc}); stop the daemon and run `signet repair --recover`, "
+                        "or restore a backup")
+        return d
+
+
 def diagnose(runtime: Sources) -> dict[str, Any]:
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
 
     def read(conn: Connection) -> list[Domain]:
         return [
-            queue_domain(conn, lease_ms, now), storage_domain(conn), index_domain(conn, runtime),
-            provider_domain(conn, runtime), mutation_domain(conn, now), Domain("connector"),
+            _guarded("queue", lambda: queue_domain(conn, lease_ms, now)), _guarded("storage", lambda: storage_domain(conn)),
+            _guarded("index", lambda: index_domain(conn, runtime)), _guarded("provider", lambda: provider_domain(conn, runtime)),
+            _guarded("mutation", lambda: mutation_domain(conn, now)), Domain("connector"),
         ]
 
     domains = runtime.db.read(read)

@@ -245,7 +245,11 @@ class Database:
         try:
             return fn(conn)
         finally:
-            conn.execute("COMMIT")
+            try:
+                conn.execute("COMMIT")
+            except sqlite3.DatabaseError:  # a read that met a damaged page leaves a sticky error: end it anyway
+                if conn.in_transaction:
+                    conn.execute("ROLLBACK")
 
     def integrity_check(self) -> str:
         row = self.reader().execute("PRAGMA integrity_check").fetchone()

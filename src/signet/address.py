@@ -28,8 +28,12 @@ def resolve_address(host: str | None = None, port: int | None = None) -> tuple[s
 
             d = Workspace.from_env().settings().daemon
             h, p = h or d.host, p if p is not None else d.port
-        except (ConfigError, OSError):  # a broken agent.yaml must not stop a client reaching a daemon
+        except OSError:  # an unreadable workspace: the defaults
             h, p = h or DEFAULT_HOST, p if p is not None else DEFAULT_PORT
+        except ConfigError as exc:
+            # Not the default port in silence: the daemon may listen where agent.yaml says.
+            raise ConfigError(f"{exc.message} (the daemon's address is read from it: fix it, or set SIGNET_HOST "
+                              "and SIGNET_PORT)", key=exc.details.get("key")) from None
     return h, p
 
 

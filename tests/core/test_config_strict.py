@@ -152,3 +152,18 @@ def test_saving_a_typo_through_the_api_is_refused(api: TestClient, runtime: Runt
     assert path.read_bytes() == before
     ok = api.post("/api/config", json={"file": "agent.yaml", "content": "auth:\n  mode: local\notherTool: 1\n"})
     assert ok.status_code == 200, ok.text
+
+
+def test_a_client_does_not_guess_the_address_past_a_broken_config(tmp_path: Path) -> None:
+    ws = tmp_path / "ws"
+    assert _signet(ws, "setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
+    cfg = yaml.safe_load((ws / "agent.yaml").read_text())
+    cfg["daemon"] = {"port": 4999, "prot": 1}
+    (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
+    env = {k: v for k, v in os.environ.items() if k not in ("SIGNET_HOST", "SIGNET_PORT")}
+    env["SIGNET_WORKSPACE"] = str(ws)
+    r = subprocess.run([sys.executable, "-m", "signet.cli.main", "remember", "x"], capture_output=True, text=True,
+                       env=env, timeout=60)
+    lines = r.stderr.strip().splitlines()
+    assert r.returncode != 0 and len(lines) == 1, r.stderr
+    assert "daemon.prot: unknown key" in lines[0] and "SIGNET_PORT" in lines[0], lines

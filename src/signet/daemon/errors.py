@@ -60,8 +60,8 @@ def install_error_handlers(app: FastAPI) -> None:
         typed = storage_error(exc, request.app.state.runtime.db_path)
         if typed is None:
             log.exception("database error on %s %s", request.method, request.url.path)
-            return JSONResponse({"error": f"database error: {exc}; see the daemon log", "code": "internal_error"},
-                                status_code=500)
+            return JSONResponse({"error": f"internal error: {type(exc).__name__}; see the daemon log",
+                                 "code": "internal_error"}, status_code=500)
         return signet_error_response(typed)
 
     @app.exception_handler(Exception)

@@ -166,12 +166,12 @@ class DaemonProcess:
 def launch_daemon(ws: Workspace, port: int | None = None, env: dict[str, str] | None = None) -> DaemonProcess:
     port = port or free_port()
     log = ws.root / f"daemon-test-{port}.log"
-    fh = log.open("ab")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-        env={**os.environ, "SIGNET_WORKSPACE": str(ws.root), **(env or {})},
-    )
+    with log.open("ab") as fh:  # the child keeps its own copy of the descriptor
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
+            stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            env={**os.environ, "SIGNET_WORKSPACE": str(ws.root), **(env or {})},
+        )
     d = DaemonProcess(ws, port, proc, log)
     deadline = time.monotonic() + 30
     while time.monotonic() < deadline:

@@ -23,16 +23,28 @@ from mcp import Client
 from mcp.client.stdio import StdioServerParameters
 
 from signet import instance
-from tests.conftest import free_port
+from signet.workspace import Workspace
+from tests.conftest import free_port, write_config
 
 SECRET_SLEEP = 120
 
 
 def cli(root: Path, port: int, *args: str, stdin: str | None = None) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "SIGNET_WORKSPACE": str(root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
-           "HOME": str(root.parent / "home")}
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=120, input=stdin)
+    env = {
+        **os.environ,
+        "SIGNET_WORKSPACE": str(root),
+        "SIGNET_PORT": str(port),
+        "SIGNET_HOST": "127.0.0.1",
+        "HOME": str(root.parent / "home"),
+    }
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        input=stdin,
+    )
 
 
 def setup(root: Path) -> None:
@@ -65,9 +77,19 @@ def test_a_stale_record_is_never_signalled(tmp_path: Path, unrelated: subprocess
     # After a reboot the pid is reused: the record names a live process with that pid (even its
     # start time), but no daemon holds the workspace's lock.
     (daemon_dir / "pid").write_text(str(unrelated.pid))
-    (daemon_dir / "daemon.json").write_text(json.dumps({
-        "pid": unrelated.pid, "start": instance.process_start(unrelated.pid), "workspace": str(root),
-        "host": "127.0.0.1", "port": port, "secret": "0" * 64, "started_at": time.time()}))
+    (daemon_dir / "daemon.json").write_text(
+        json.dumps(
+            {
+                "pid": unrelated.pid,
+                "start": instance.process_start(unrelated.pid),
+                "workspace": str(root),
+                "host": "127.0.0.1",
+                "port": port,
+                "secret": "0" * 64,
+                "started_at": time.time(),
+            }
+        )
+    )
     r = cli(root, port, "stop")
     assert r.returncode == 0 and "not running" in r.stdout and "not signalled" in r.stdout, r.stdout + r.stderr
     time.sleep(0.2)
@@ -124,7 +146,8 @@ def test_another_workspace_on_the_port_is_refused_by_every_client(tmp_path: Path
         r = cli(b, port, "start")
         assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"error: {line}"], r.stderr
         assert instance.read_instance(b / ".daemon") is None and not instance.lock_held(b / ".daemon")
-        assert not (b / ".daemon" / "pid").exists()
+        left = {p.name for p in (b / ".daemon").iterdir()} if (b / ".daemon").exists() else set()
+        assert left <= {"logs"}, left
         assert not [p for p in Path("/proc").glob("[0-9]*") if _runs_in(p, b)]
         assert instance.check_address("127.0.0.1", port, a_inst.secret) == "ours"  # A still serves
 
@@ -135,21 +158,48 @@ def test_another_workspace_on_the_port_is_refused_by_every_client(tmp_path: Path
 
         # The hook command: exit 0 (never break the harness), one line, nothing sent; a
         # session's transcript is kept on disk for B's own daemon.
-        r = cli(b, port, "hook", "user-prompt-submit", "--harness", "claude-code",
-                stdin=json.dumps({"session_id": "s1", "prompt": "what do we use for beta?", "cwd": str(tmp_path)}))
+        r = cli(
+            b,
+            port,
+            "hook",
+            "user-prompt-submit",
+            "--harness",
+            "claude-code",
+            stdin=json.dumps({"session_id": "s1", "prompt": "what do we use for beta?", "cwd": str(tmp_path)}),
+        )
         assert r.returncode == 0 and line in r.stderr, r.stderr
-        r = cli(b, port, "hook", "session-end", "--harness", "claude-code", stdin=json.dumps({
-            "session_id": "s2", "cwd": str(tmp_path),
-            "turns": [{"role": "user", "content": "beta decision: ship on friday"},
-                      {"role": "assistant", "content": "noted"}]}))
+        r = cli(
+            b,
+            port,
+            "hook",
+            "session-end",
+            "--harness",
+            "claude-code",
+            stdin=json.dumps(
+                {
+                    "session_id": "s2",
+                    "cwd": str(tmp_path),
+                    "turns": [
+                        {"role": "user", "content": "beta decision: ship on friday"},
+                        {"role": "assistant", "content": "noted"},
+                    ],
+                }
+            ),
+        )
         assert r.returncode == 0 and line in r.stderr and "transcript kept" in r.stderr, r.stderr
 
         # The MCP server of B (as a harness runs it): its tools answer with the refusal.
         async def store_via_mcp() -> str:
             params = StdioServerParameters(
-                command=sys.executable, args=["-m", "signet.cli.main", "mcp"],
-                env={"SIGNET_WORKSPACE": str(b), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
-                     "PATH": os.environ.get("PATH", "")})
+                command=sys.executable,
+                args=["-m", "signet.cli.main", "mcp"],
+                env={
+                    "SIGNET_WORKSPACE": str(b),
+                    "SIGNET_PORT": str(port),
+                    "SIGNET_HOST": "127.0.0.1",
+                    "PATH": os.environ.get("PATH", ""),
+                },
+            )
             async with Client(params) as c:
                 res = await c.call_tool("memory_store", {"content": "beta via mcp"})
                 assert res.is_error
@@ -185,7 +235,8 @@ def test_a_port_held_by_another_program_and_a_slow_start_leave_nothing(tmp_path:
         r = cli(root, port, "start")
         assert r.returncode != 0, r.stdout
         assert r.stderr.strip().splitlines() == [
-            f"error: port {port} on 127.0.0.1 is taken by another program; use --port or SIGNET_PORT"], r.stderr
+            f"error: port {port} on 127.0.0.1 is taken by another program; use --port or SIGNET_PORT"
+        ], r.stderr
     # A daemon that does not answer in time is stopped, not left to take the port later.
     port = free_port()
     r = cli(root, port, "start", "--wait", "0.05")
@@ -214,3 +265,28 @@ def test_the_health_proof_is_this_workspace_s(tmp_path: Path) -> None:
         assert r.returncode != 0 and "already serves" in r.stderr and str(inst.pid) in r.stderr
     finally:
         cli(root, port, "stop")
+
+
+def test_a_team_daemon_does_not_name_its_workspace_to_another(tmp_path: Path) -> None:
+    """In team mode /api/status needs a token, so the refusal does not name the workspace either
+    (only /health is public): B's client is told "another workspace"."""
+    a, b, port = tmp_path / "a", tmp_path / "b", free_port()
+    setup(a)
+    setup(b)
+    write_config(Workspace(a), auth={"mode": "team"})
+    assert cli(a, port, "start").returncode == 0
+    try:
+        line = f"port {port} serves another workspace, not {b}; use --port or SIGNET_PORT"
+        r = cli(b, port, "start")
+        assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"error: {line}"], r.stderr
+        r = cli(b, port, "remember", "beta must not land in alpha")
+        assert r.returncode != 0 and r.stderr.strip().splitlines() == [f"error: {line}"], r.stderr
+        refused = httpx.post(
+            f"http://127.0.0.1:{port}/api/memory/remember",
+            json={"content": "x"},
+            headers={instance.WORKSPACE_HEADER: instance.workspace_digest(b)},
+        )
+        assert refused.status_code == 409 and refused.json()["code"] == "wrong_workspace"
+        assert "workspace" not in refused.json() and str(a.resolve()) not in refused.text
+    finally:
+        assert cli(a, port, "stop").returncode == 0

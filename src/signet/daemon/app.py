@@ -71,7 +71,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
-    app.add_middleware(WorkspaceGuard, workspace=rt.workspace)  # a request for another workspace does nothing
+    app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing
     app.add_middleware(CatchAll)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
     return app
 

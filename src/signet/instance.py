@@ -87,8 +87,24 @@ class Instance:
     started_at: float
 
     def alive(self) -> bool:
-        """The recorded process is still the one that wrote the file."""
-        return self.start is not None and process_start(self.pid) == self.start
+        """The recorded process is still the one that wrote the file.
+
+        Where the kernel tells start times (/proc), the pid must still have the recorded one. A
+        daemon that could not record one (no /proc, e.g. macOS) is judged by its pid alone:
+        callers ask only while the workspace's lock is held, and the lock holder is the process
+        that wrote the file, so a reused pid can fool this only in the instant between a killed
+        daemon's successor taking the lock and publishing its own file."""
+        if self.start is not None:
+            return process_start(self.pid) == self.start
+        if Path("/proc/self/stat").exists():  # /proc works here, so the writer had no start time: not ours
+            return False
+        try:
+            os.kill(self.pid, 0)
+        except ProcessLookupError:
+            return False
+        except PermissionError:  # exists, owned by someone else
+            return True
+        return True
 
 
 class DaemonLock:
@@ -120,8 +136,15 @@ class DaemonLock:
     def publish(self, workspace: Path, host: str, port: int) -> Instance:
         """Write ``daemon.json`` (0600, atomically) for this process."""
         pid = os.getpid()
-        inst = Instance(pid=pid, start=process_start(pid), workspace=str(workspace.expanduser().resolve()),
-                        host=host, port=port, secret=secrets.token_hex(32), started_at=time.time())
+        inst = Instance(
+            pid=pid,
+            start=process_start(pid),
+            workspace=str(workspace.expanduser().resolve()),
+            host=host,
+            port=port,
+            secret=secrets.token_hex(32),
+            started_at=time.time(),
+        )
         tmp = self.dir / f".{INSTANCE_FILE}.{pid}.tmp"
         fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_CLOEXEC, 0o600)
         with os.fdopen(fd, "w", encoding="utf-8") as fh:

@@ -290,3 +290,22 @@ def test_a_team_daemon_does_not_name_its_workspace_to_another(tmp_path: Path) ->
         assert "workspace" not in refused.json() and str(a.resolve()) not in refused.text
     finally:
         assert cli(a, port, "stop").returncode == 0
+
+
+def test_a_record_is_trusted_only_for_the_process_that_wrote_it(unrelated: subprocess.Popen[bytes]) -> None:
+    """The pid and the kernel's start time name one process; a pid alone (a record without a
+    start time on a machine that has /proc) names nobody."""
+    me = instance.Instance(
+        pid=os.getpid(),
+        start=instance.process_start(os.getpid()),
+        workspace="/w",
+        host="127.0.0.1",
+        port=1,
+        secret="0" * 64,
+        started_at=0.0,
+    )
+    assert me.start is not None and me.alive()
+    reused = instance.Instance(**{**me.__dict__, "pid": unrelated.pid})  # same start time, another pid
+    assert not reused.alive()
+    assert not instance.Instance(**{**me.__dict__, "start": me.start + 1}).alive()
+    assert not instance.Instance(**{**me.__dict__, "start": None}).alive()

@@ -95,6 +95,7 @@ def vectors_for(turns: list[str], cache_dir: Path | None) -> np.ndarray:
 
 def keyword_ab(root: Path, questions: list[str]) -> dict[str, Any]:
     from signet.daemon.runtime import Runtime
+
     from signet.models import RecallRequest
     from signet.workspace import Workspace
 

@@ -45,6 +45,15 @@ def workspace_digest(root: Path) -> str:
     return hashlib.sha256(str(root.expanduser().resolve()).encode("utf-8")).hexdigest()[:32]
 
 
+def workspace_header(host: str, root: Path) -> dict[str, str]:
+    """What a client working in ``root`` sends to the daemon at ``host``: the workspace digest
+    for a daemon on this machine, nothing for a remote (team) daemon, which serves another
+    workspace by design, or when ``SIGNET_SKIP_WORKSPACE_CHECK`` is set."""
+    if not is_loopback(host) or os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK"):
+        return {}
+    return {WORKSPACE_HEADER: workspace_digest(root)}
+
+
 def proof(secret: str, challenge: str) -> str:
     return hmac.new(secret.encode("utf-8"), challenge.encode("utf-8"), hashlib.sha256).hexdigest()
 

@@ -13,7 +13,7 @@ import httpx
 
 from signet.address import base_url
 from signet.errors import DaemonUnavailable, WrongWorkspace, error_from_payload
-from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest, wrong_workspace_message
+from signet.instance import workspace_header, wrong_workspace_message
 from signet.workspace import default_workspace_path
 
 
@@ -28,9 +28,7 @@ class DaemonClient:
         self.workspace = workspace or default_workspace_path()
         url_ = httpx.URL(self.url)
         self.port = url_.port or 80
-        headers = {"X-Signet-Actor": "cli"}
-        if is_loopback(url_.host) and not os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK"):
-            headers[WORKSPACE_HEADER] = workspace_digest(self.workspace)
+        headers = {"X-Signet-Actor": "cli", **workspace_header(url_.host, self.workspace)}
         token = token or os.environ.get("SIGNET_TOKEN")
         if token:
             headers["Authorization"] = f"Bearer {token}"

@@ -22,7 +22,7 @@ from typing import Any, TextIO
 from signet.harnesses.base import EVENTS, Harness, HookInput
 from signet.hooks.identity import static_context, workspace_root
 from signet.hooks.texts import DAEMON_DOWN, PRE_COMPACTION
-from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest, wrong_workspace_message
+from signet.instance import workspace_header, wrong_workspace_message
 
 # Seconds to wait for the daemon; each is below the timeout the installers give the harness.
 TIMEOUTS = {"session-start": 8.0, "user-prompt-submit": 4.0, "session-end": 25.0}
@@ -79,8 +79,8 @@ def daemon_address(cfg: dict[str, Any]) -> tuple[str, int]:
 def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str,
          workspace: Path | None = None) -> Any:
     headers = {"Content-Type": "application/json", "X-Signet-Actor": actor}
-    if workspace is not None and is_loopback(host) and not os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK"):
-        headers[WORKSPACE_HEADER] = workspace_digest(workspace)  # another workspace's daemon refuses
+    if workspace is not None:
+        headers.update(workspace_header(host, workspace))  # another workspace's daemon refuses
     token = os.environ.get("SIGNET_TOKEN")
     if token:
         headers["Authorization"] = f"Bearer {token}"

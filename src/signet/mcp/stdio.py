@@ -8,7 +8,6 @@ returns a tool error saying how to start it; with ``--start-daemon`` (or
 
 from __future__ import annotations
 
-import os
 import subprocess
 import sys
 from collections.abc import AsyncIterator
@@ -20,7 +19,7 @@ import anyio
 from mcp.server.mcpserver import Context
 
 from signet.errors import DaemonUnavailable
-from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest
+from signet.instance import workspace_header
 from signet.mcp.tools import build_server
 from signet.sdk import AsyncSignetClient
 
@@ -80,9 +79,8 @@ def serve_stdio(
     """
     headers = {AGENT_HEADER: agent} if agent else {}
     target = urlsplit(url).hostname if url else None
-    if workspace_root is not None and target is not None and is_loopback(target) \
-            and not os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK"):
-        headers[WORKSPACE_HEADER] = workspace_digest(workspace_root)  # another workspace's daemon refuses
+    if workspace_root is not None and target is not None:
+        headers.update(workspace_header(target, workspace_root))  # another workspace's daemon refuses
     client = AsyncSignetClient(url, token=token, actor="mcp", timeout=timeout, headers=headers)
     link = DaemonLink(client, start_daemon=start_daemon)
     server = build_server(link.session, workspace_root)

@@ -19,7 +19,7 @@ from typing import Any, Generic, ParamSpec, TypeVar, overload
 import httpx
 
 from signet.errors import DaemonUnavailable
-from signet.instance import WORKSPACE_HEADER, is_loopback, workspace_digest
+from signet.instance import workspace_header
 from signet.sdk import _ops
 from signet.sdk._core import Call, read_response
 
@@ -45,9 +45,7 @@ def _workspace_header(url: str) -> dict[str, str]:
     (``SIGNET_WORKSPACE``): a daemon serving another workspace then refuses with 409
     ``wrong_workspace`` (signet.instance). Remote (team) daemons serve other workspaces by design."""
     root = os.environ.get("SIGNET_WORKSPACE")
-    if not root or os.environ.get("SIGNET_SKIP_WORKSPACE_CHECK") or not is_loopback(httpx.URL(url).host):
-        return {}
-    return {WORKSPACE_HEADER: workspace_digest(Path(root))}
+    return workspace_header(httpx.URL(url).host, Path(root)) if root else {}
 
 
 def _headers(token: str | None, actor: str | None, extra: Mapping[str, str] | None, url: str) -> dict[str, str]:

@@ -129,3 +129,13 @@ def test_a_broken_header_refuses_to_start_in_one_line(tmp_path: Path) -> None:
     r = signet(ws, port, "daemon")
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1, r.stderr
     assert "damaged or unreadable" in r.stderr and "restore a backup" in r.stderr
+
+
+def test_repair_says_what_it_needs_in_one_line(tmp_path: Path) -> None:
+    ws, port = tmp_path / "ws", free_port()
+    r = signet(ws, port, "repair")
+    assert r.returncode != 0 and r.stderr.strip().splitlines() == [
+        "error: say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"]
+    assert signet(ws, port, "setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
+    r = signet(ws, port, "repair", "--recover")  # no database yet
+    assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "no database to recover" in r.stderr

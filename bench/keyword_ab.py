@@ -21,8 +21,8 @@ from pathlib import Path
 from signet.bench.corpus import generate
 from signet.bench.latency import pick_queries, seed_vectors, seed_workspace
 from signet.bench.metrics import percentile
-from signet.runtime import Runtime
 from signet.models import RecallRequest
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 
 

@@ -19,8 +19,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import gzip
-import hashlib
 import json
 import os
 import shutil
@@ -34,6 +32,7 @@ from typing import Any
 import httpx
 import numpy as np
 
+from signet.bench.conversations import load, vectors_for
 from signet.bench.corpus import Sample
 from signet.bench.latency import Timing, _free_port, _remember_load, embed_bulk, seed_workspace
 from signet.bench.metrics import percentile
@@ -43,43 +42,11 @@ DATA = Path(__file__).resolve().parents[2] / "shared" / "bench-data"
 
 def real_turns(limit: int) -> tuple[list[str], list[str], list[str]]:
     """(distinct turns, spare turns for remember load, questions) from both yardsticks."""
-    seen: set[str] = set()
-    turns: list[str] = []
-    questions: list[str] = []
-    with gzip.open(DATA / "longmemeval_s_dev150.json.gz", "rt", encoding="utf-8") as fh:
-        items = json.load(fh)
-    for item in items:
-        questions.append(str(item["question"]))
-        for session in item["haystack_sessions"]:
-            for turn in session:
-                text = f"{turn.get('role', 'user')}: {str(turn.get('content', '')).strip()}"[:20000]
-                if len(text) > 10 and text not in seen:
-                    seen.add(text)
-                    turns.append(text)
-    locomo = json.loads((DATA / "locomo10.json").read_text(encoding="utf-8"))
-    for sample in locomo:
-        conv = sample["conversation"]
-        for key, value in conv.items():
-            if key.startswith("session_") and isinstance(value, list):
-                for t in value:
-                    text = f"{t.get('speaker', '')}: {t.get('text', '')}".strip()
-                    if text not in seen:
-                        seen.add(text)
-                        turns.append(text)
-        questions += [str(q["question"]) for q in sample["qa"] if int(q.get("category", 0)) in (1, 2, 3, 4)]
-    import random
-
-    rng = random.Random(5)
-    rng.shuffle(turns)
-    rng.shuffle(questions)
-    return turns[:limit], turns[limit : limit + 4000], questions
+    data = load(limit, locomo=DATA / "locomo10.json", longmemeval=DATA / "longmemeval_s_dev150.json.gz")
+    return data.turns, data.spare, data.questions
 
 
-def vectors_for(turns: list[str], cache_dir: Path | None) -> np.ndarray:
-    key = hashlib.sha256("\n".join(turns).encode()).hexdigest()[:16]
-    path = cache_dir / f"realistic-{len(turns)}-{key}.npy" if cache_dir else None
-    if path is not None and path.exists():
-        return np.load(path)
+def _embed(turns: list[str]) -> np.ndarray:
     started = time.monotonic()
 
     def progress(task: str, done: int, total: int) -> None:
@@ -87,16 +54,12 @@ def vectors_for(turns: list[str], cache_dir: Path | None) -> np.ndarray:
 
     vecs = embed_bulk(turns, progress)
     print(file=sys.stderr)
-    if path is not None:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        np.save(path, vecs)
     return vecs
 
 
 def keyword_ab(root: Path, questions: list[str]) -> dict[str, Any]:
-    from signet.daemon.runtime import Runtime
-
     from signet.models import RecallRequest
+    from signet.runtime import Runtime
     from signet.workspace import Workspace
 
     rt = Runtime(Workspace(root)).start()
@@ -132,7 +95,7 @@ SERVE = """
 import sys, uvicorn
 from signet.daemon.app import create_app
 from signet.daemon.hotpath import HotPath
-from signet.daemon.runtime import Runtime
+from signet.runtime import Runtime
 from signet.workspace import Workspace
 rt = Runtime(Workspace(sys.argv[1]))
 app = create_app(rt)
@@ -212,7 +175,7 @@ def main() -> None:
     turns, spare, questions = real_turns(args.memories)
     chars = sum(map(len, turns))
     print(f"{len(turns)} turns, {chars / len(turns):.0f} chars on average; {len(questions)} questions", file=sys.stderr)
-    vecs = vectors_for(turns, args.cache_dir)
+    vecs = vectors_for(turns, args.cache_dir, _embed)
     report: dict[str, Any] = {"memories": len(turns), "avg_chars": round(chars / len(turns)),
                               "load_avg_at_start": os.getloadavg()}
     with tempfile.TemporaryDirectory(prefix="signet-realistic-") as tmp:

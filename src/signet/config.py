@@ -215,8 +215,15 @@ class RetentionSettings(Section):
 
 
 class DaemonSettings(Section):
+    """Where the daemon listens, and the bounds on its connections (docs/reliability.md)."""
+
     host: str = "127.0.0.1"
     port: int = Field(3850, ge=1, le=65535)
+    max_connections: int = Field(2048, ge=16, le=100_000, description="open connections; idle ones are closed first")
+    max_requests: int = Field(512, ge=1, le=100_000, description="requests in flight; 503 beyond")
+    header_timeout_s: float = Field(10.0, gt=0, le=600, description="time to send a request's headers")
+    body_timeout_s: float = Field(60.0, gt=0, le=3600, description="time to send a request's body")
+    keep_alive_s: int = Field(5, ge=1, le=600, description="an idle keep-alive connection is closed after this")
 
 
 class HooksSettings(Section):

@@ -129,6 +129,12 @@ class StorageFull(StorageError):
     status = 507
 
 
+class StorageBusy(StorageError):
+    """Every read connection stayed busy for a minute: retry (nothing was read or written)."""
+
+    code = "storage_busy"
+
+
 ERRORS_BY_CODE: dict[str, type[SignetError]] = {
     cls.code: cls
     for cls in (
@@ -145,6 +151,7 @@ ERRORS_BY_CODE: dict[str, type[SignetError]] = {
         RateLimited,
         StorageError,
         StorageFull,
+        StorageBusy,
         MutationsFrozen,
         DaemonUnavailable,
     )

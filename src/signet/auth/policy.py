@@ -34,6 +34,7 @@ ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
 ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("GET", "/health"): "none",
     ("GET", "/api/status"): "diagnostics",
+    ("GET", "/metrics"): "diagnostics",
     ("GET", "/openapi.json"): "none",
     ("GET", "/docs"): "none",
     ("GET", "/docs/oauth2-redirect"): "none",

@@ -128,6 +128,49 @@ def latency_cmd(
         Console().print(latency.table(report))
 
 
+@bench_app.command("reliability")
+def reliability_cmd(
+    locomo: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="locomo10.json")] = None,
+    longmemeval: Annotated[Path | None, typer.Option(
+        exists=True, dir_okay=False, help="longmemeval_s_dev150.json.gz")] = None,
+    memories: Annotated[int, typer.Option(min=10, help="Real turns in the store.")] = 20_000,
+    minutes: Annotated[float, typer.Option(min=0.05, help="Length of the soak after warm-up.")] = 30.0,
+    warmup: Annotated[float, typer.Option(min=0.0, help="Minutes of load before RSS is first read.")] = 3.0,
+    settle: Annotated[float, typer.Option(min=0.0, help="Seconds idle after the load before RSS is read again.")] = 60.0,
+    idle_connections: Annotated[int, typer.Option(min=0, max=20_000, help="Idle sockets held during the soak.")] = 1000,
+    clients: Annotated[int, typer.Option(min=1, max=64, help="Concurrent clients of real traffic.")] = 4,
+    kills: Annotated[int, typer.Option(min=1, help="SIGKILLs mid-write.")] = 10,
+    fuzz_examples: Annotated[int, typer.Option(min=1, help="Schemathesis examples per operation.")] = 25,
+    cache_dir: Annotated[Path | None, typer.Option(help="Reuse the turns' vectors from here.")] = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    quick: Annotated[bool, typer.Option(help="Small and fast (tests): 300 turns, a 20-second soak.")] = False,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """Soak (RSS, keyword index, idle connections), kills mid-write and schemathesis, on real turns."""
+    from rich.console import Console
+
+    from signet.bench import reliability
+
+    if locomo is None and longmemeval is None:
+        raise typer.BadParameter("give --locomo and/or --longmemeval (the real conversations the store holds)",
+                                 param_hint="--locomo")
+    opts = reliability.ReliabilityOptions(
+        locomo=locomo, longmemeval=longmemeval, memories=memories, minutes=minutes, warmup_minutes=warmup,
+        settle_s=settle, idle_connections=idle_connections, clients=clients, kills=kills,
+        fuzz_examples=fuzz_examples, cache_dir=cache_dir)
+    if quick:
+        opts.memories, opts.minutes, opts.warmup_minutes, opts.settle_s = min(memories, 300), 0.35, 0.1, 2.0
+        opts.sample_s, opts.idle_connections, opts.kills, opts.fuzz_examples = 5.0, min(idle_connections, 200), 2, 2
+    with _bars() as progress:
+        report = reliability.run(opts, progress)
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        Console().print(reliability.table(report))
+
+
 @bench_app.command("embed")
 def embed_cmd(
     backend: Annotated[list[str] | None, typer.Option(

@@ -23,7 +23,6 @@ def repair(
                           "it still holds")
     from signet.store.integrity import StoreRecord
     from signet.store.integrity import recover as recover_database
-    from signet.store.sqlite import sqlite3
 
     ws = Workspace.from_env()
     path = ws.database_path()
@@ -34,11 +33,7 @@ def repair(
         raise SignetError("the daemon is running: stop it first (`signet stop`), then run `signet repair --recover`")
     try:
         report = recover_database(path)
-        conn = sqlite3.connect(str(path))
-        try:
-            memories = int(conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0])
-        finally:
-            conn.close()
+        memories = report.tables.get("memories", 0)
         StoreRecord(ws.daemon_dir).save(memories)
     finally:
         lock.release()

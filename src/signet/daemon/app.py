@@ -31,6 +31,7 @@ ROUTERS = [
     "pipeline",
     "feedback",
     "auth",
+    "metrics",
 ]
 
 
@@ -72,7 +73,8 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing
-    app.add_middleware(CatchAll)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
+    app.state.responses = {"2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0}
+    app.add_middleware(CatchAll, responses=app.state.responses)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
     return app
 
 

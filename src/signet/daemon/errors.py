@@ -129,19 +129,24 @@ class CatchAll:
     answer. Here the error is logged and answered, and nothing is re-raised, unless the
     response had already started (then the connection cannot be saved)."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, responses: dict[str, int] | None = None) -> None:
         self.app = app
+        self.responses = responses if responses is not None else {}
+        """Responses sent since start, by status class (``app.state.responses``, ``/metrics``)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         started = False
+        responses = self.responses
 
         async def tracked(message: Message) -> None:
             nonlocal started
             if message["type"] == "http.response.start":
                 started = True
+                klass = f"{int(message['status']) // 100}xx"
+                responses[klass] = responses.get(klass, 0) + 1
             await send(message)
 
         try:
@@ -153,10 +158,10 @@ class CatchAll:
             typed = storage_error(exc, app.state.runtime.db_path) if app is not None and isinstance(
                 exc, sqlite3.DatabaseError) else None
             if typed is not None:  # a damaged page under the hot path: what to do, not "internal error"
-                await signet_error_response(typed)(scope, receive, send)
+                await signet_error_response(typed)(scope, receive, tracked)
                 return
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             await JSONResponse(
                 {"error": f"internal error: {type(exc).__name__}; see the daemon log", "code": "internal_error"},
                 status_code=500,
-            )(scope, receive, send)
+            )(scope, receive, tracked)

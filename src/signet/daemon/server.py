@@ -82,6 +82,7 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
     import uvicorn
 
     from signet.auth.install import check_bind
+    from signet.daemon import connections
     from signet.daemon.app import create_app
     from signet.runtime import Runtime
 
@@ -116,5 +117,10 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
     runtime.on_start.insert(0, started)
     runtime.on_stop.insert(0, stopped)
     app = create_app(runtime)
+    cfg = ws.settings().daemon
+    limits = connections.configure(connections.Limits(
+        header_timeout=cfg.header_timeout_s, body_timeout=cfg.body_timeout_s, keep_alive=cfg.keep_alive_s,
+        max_connections=cfg.max_connections, max_requests=cfg.max_requests))
     log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10)
+    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10,
+                http=connections.GuardedProtocol, timeout_keep_alive=limits.keep_alive)

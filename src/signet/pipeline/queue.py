@@ -212,3 +212,23 @@ def stats(conn: Connection) -> dict[str, Any]:
         "by_status": by_status, "by_type": by_type, "oldest_pending": oldest, "oldest_pending_age_s": age,
         "dead": by_status.get("dead", 0), "last_error": last_error[0] if last_error else None,
     }
+
+
+def list_jobs(conn: Connection, *, status: str | None = None, job_type: str | None = None,
+              memory_id: str | None = None, limit: int = 50, offset: int = 0) -> tuple[int, list[Any]]:
+    """(total matching, one page of rows newest first) for ``GET /api/pipeline/jobs``."""
+    clauses, params = [], []
+    for col, val in (("status", status), ("job_type", job_type), ("memory_id", memory_id)):
+        if val is not None:
+            clauses.append(f"{col} = ?")
+            params.append(val)
+    where = " AND ".join(clauses) or "1=1"
+    total = conn.execute(f"SELECT COUNT(*) FROM memory_jobs WHERE {where}", params).fetchone()[0]
+    rows = list(conn.execute(f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC"
+                             " LIMIT ? OFFSET ?", (*params, limit, offset)))
+    return int(total), rows
+
+
+def get_job(conn: Connection, job_id: str) -> Any:
+    """The job's row, or None."""
+    return conn.execute("SELECT * FROM memory_jobs WHERE id = ?", (job_id,)).fetchone()

@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 POLL_SECONDS = 0.1
 BURST_ENTRIES = 16_384
 QUERY_CATCH_UP = 64
+QUERY_LOCK_WAIT_S = 0.05
+"""How long a search waits for another thread's catch-up before asking FTS5 (a step of
+``CATCH_UP_STEP`` entries takes ~15 ms)."""
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
 
@@ -108,6 +111,13 @@ def _row_data(r: Any) -> RowData:
     return RowData(int(r[0]), content, context, r[3], r[4])
 
 
+FALLBACK_REASONS = ("not_ready", "phrase", "busy", "behind", "changed_outside", "drifted")
+"""Why a search went to FTS5: the index is (re)building; the query has a term FTS5 reads as a
+phrase; another thread held the log for longer than a query waits; more log entries wait than a
+query applies itself; the table changed behind the triggers (a rebuild follows); FTS5's own statistics
+disagree with its content (until repair)."""
+
+
 class KeywordMirror:
     """The index, its cursor in ``keyword_changes`` and the thread that follows the log."""
 
@@ -118,10 +128,16 @@ class KeywordMirror:
         self._cursor = 0
         self._drifted: tuple[int, int] | None = None
         self._stopped = False
+        self._built = False
         self.answered = 0
         """Searches the mirror answered since start (``/api/status``)."""
         self.fallbacks = 0
         """Searches it handed to FTS5: not ready, behind, drifted, or a phrase query."""
+        self.fallback_reasons: dict[str, int] = dict.fromkeys(FALLBACK_REASONS, 0)
+        """:attr:`fallbacks` by reason (``/metrics``)."""
+        self.rebuilds = 0
+        """Builds of the whole index after the first (``/metrics``): a mirror that keeps
+        rebuilding is churning, and answers little while it does."""
         self._ready = threading.Event()
         self._sync = threading.Lock()
         self._stop = threading.Event()
@@ -209,6 +225,9 @@ class KeywordMirror:
             return fresh, cursor, table_stats(conn)
 
         fresh, cursor, stats = self.db.read(read)
+        if self._built:
+            self.rebuilds += 1
+        self._built = True
         with self._sync:
             self.index, self._cursor = fresh, cursor
             # FTS5's statistics disagree with its own content (a damaged index): searching
@@ -270,22 +289,46 @@ class KeywordMirror:
         self.db.write(lambda c: c.execute("DELETE FROM keyword_changes WHERE id < ?", (cursor - LOG_KEEP,)))
 
     # -- search ----------------------------------------------------------------------------
+    def _fall_back(self, reason: str) -> list[tuple[int, float]] | None:
+        """Count a search handed to FTS5 (the caller returns this None)."""
+        self.fallbacks += 1
+        self.fallback_reasons[reason] += 1
+        return None
+
     def search(
         self, conn: Connection, terms: list[tuple[str, bool]], k: int, *, project: str | None = None,
         created_between: tuple[float, float] | None = None,
     ) -> list[tuple[int, float]] | None:
         """(seq, bm25) of the best ``k`` rows, as FTS5 would rank them; None when the caller
         should ask FTS5 (not built yet, a large backlog, a query FTS5 reads as a phrase)."""
-        phrases = phrases_of(terms) if self.ready else None
-        if phrases is None or not self.catch_up(conn, QUERY_CATCH_UP, wait=False):
-            self.fallbacks += 1
-            return None
-        stats = table_stats(conn)
-        if stats != self.index.stats():
-            if stats != self._drifted:
-                self._ready.clear()  # changed outside the triggers: the background thread rebuilds
-            self.fallbacks += 1
-            return None
+        if not self.ready:
+            return self._fall_back("not_ready")
+        phrases = phrases_of(terms)
+        if phrases is None:
+            return self._fall_back("phrase")
+        # Waits briefly for a catch-up in progress (a few ms) instead of giving up at once: under
+        # concurrent recalls a search that never waited fell back to FTS5 for a large share.
+        if not self._sync.acquire(timeout=QUERY_LOCK_WAIT_S):
+            return self._fall_back("busy")
+        try:
+            if not self.ready:
+                return self._fall_back("not_ready")
+            seen = _last_id(conn)
+            if seen > self._cursor and not self._apply_log(conn, QUERY_CATCH_UP, partial=False):
+                return self._fall_back("behind" if self.ready else "not_ready")
+            if seen == self._cursor:
+                stats = table_stats(conn)
+                if stats != self.index.stats():
+                    if stats != self._drifted:
+                        self._ready.clear()  # changed outside the triggers: the background thread rebuilds
+                        return self._fall_back("changed_outside")
+                    return self._fall_back("drifted")
+            # seen < cursor: another reader with a newer snapshot moved the mirror past this one.
+            # Comparing statistics would see a difference that is only time (this comparison
+            # rebuilt the index 7 times in a 20-second soak); the caller keeps only the rows its
+            # own snapshot shows, by primary key, so the answer is still this snapshot's.
+        finally:
+            self._sync.release()
         self.answered += 1
         return self.index.search(phrases, k, project=project, created_between=created_between)
 

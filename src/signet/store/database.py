@@ -4,7 +4,7 @@ SQLite allows one writer at a time. Instead of letting API handlers, the embeddi
 and the pipeline race for the write lock (and see ``database is locked``), every write is a
 function handed to a single writer thread that owns the only write connection. Writes that
 arrive together are committed together (group commit), each inside its own SAVEPOINT so a
-failing write rolls back alone and raises in its caller. Reads run on per-thread
+failing write rolls back alone and raises in its caller. Reads run on a small pool of
 connections in WAL mode and never wait for the writer.
 """
 
@@ -18,10 +18,10 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from signet.errors import storage_error
+from signet.errors import StorageBusy, storage_error
 from signet.store.decay import sql_decay
 from signet.store.migrations import migrate
-from signet.store.sqlite import sqlite3
+from signet.store.sqlite import Connection, sqlite3
 
 log = logging.getLogger(__name__)
 
@@ -29,6 +29,11 @@ T = TypeVar("T")
 WriteFn = Callable[[Any], Any]
 
 _GROUP_MAX = 64
+
+MAX_READERS = 8
+"""Read connections open at most. Reads are short and the machine has few cores; more
+connections would only add page caches (32 MB each at most)."""
+READER_WAIT_S = 60.0
 
 
 def connect(path: Path, *, readonly: bool = False) -> Any:
@@ -58,7 +63,12 @@ class Database:
         self._write_conn: Any = None
         self._local = threading.local()
         self._readers: list[Any] = []
+        """Every reader connection open (closed with the database)."""
+        self._idle: list[Any] = []
+        """Readers not in use, the most recently returned last."""
+        self._returned = threading.Event()
         self._readers_lock = threading.Lock()
+        self.max_readers = MAX_READERS
         self._closed = False
         self._after_commit: list[Callable[[], None]] = []
         self._trouble: str | None = None
@@ -100,6 +110,8 @@ class Database:
             for conn in self._readers:
                 conn.close()
             self._readers.clear()
+            self._idle.clear()
+            self._returned.set()
 
     def __enter__(self) -> Database:
         return self.open()
@@ -163,7 +175,7 @@ class Database:
             if stop:
                 return
 
-    def _commit_group(self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
+    def _commit_group(self, conn: Connection, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
         outcomes: list[tuple[Future[Any], bool, Any]] = []
         self._after_commit.clear()
         try:
@@ -226,31 +238,54 @@ class Database:
             self.on_trouble(cause, message)
 
     # -- reads -----------------------------------------------------------------------------
-    def reader(self) -> Any:
-        """This thread's read connection (opened on first use)."""
-        conn = getattr(self._local, "conn", None)
-        if conn is None:
-            if self._closed:
-                raise RuntimeError("database is closed")
-            conn = connect(self.path, readonly=True)
-            self._local.conn = conn
+    def _checkout(self) -> Any:
+        """An idle reader connection, the most recently used first (its page cache is warm);
+        a new one while fewer than :data:`MAX_READERS` are open; else wait for one."""
+        while True:
             with self._readers_lock:
-                self._readers.append(conn)
-        return conn
+                if self._closed:
+                    raise RuntimeError("database is closed")
+                if self._idle:
+                    return self._idle.pop()
+                if len(self._readers) < self.max_readers:
+                    conn = connect(self.path, readonly=True)
+                    self._readers.append(conn)
+                    return conn
+                self._returned.clear()
+            if not self._returned.wait(READER_WAIT_S):
+                raise StorageBusy(f"all {self.max_readers} read connections stayed busy for {READER_WAIT_S:g} s")
+
+    def _checkin(self, conn: Any) -> None:
+        with self._readers_lock:
+            if self._closed:
+                return
+            self._idle.append(conn)
+            self._returned.set()
 
     def read(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn(conn)`` on this thread's reader inside one consistent read snapshot."""
-        conn = self.reader()
-        conn.execute("BEGIN")
+        """Run ``fn(conn)`` inside one consistent read snapshot, on a pooled reader connection.
+
+        A read inside a read on the same thread runs in the outer one's snapshot. The pool is
+        bounded: per-thread connections (one for each of the server's ~40 worker threads, each
+        with its own page cache) made an idle daemon's RSS grow long after the load stopped."""
+        held = getattr(self._local, "conn", None)
+        if held is not None:
+            return fn(held)
+        conn = self._checkout()
+        self._local.conn = conn
         try:
-            return fn(conn)
-        finally:
+            conn.execute("BEGIN")
             try:
-                conn.execute("COMMIT")
-            except sqlite3.DatabaseError:  # a read that met a damaged page leaves a sticky error: end it anyway
-                if conn.in_transaction:
-                    conn.execute("ROLLBACK")
+                return fn(conn)
+            finally:
+                try:
+                    conn.execute("COMMIT")
+                except sqlite3.DatabaseError:  # a read that met a damaged page leaves a sticky error: end it anyway
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+        finally:
+            self._local.conn = None
+            self._checkin(conn)
 
     def integrity_check(self) -> str:
-        row = self.reader().execute("PRAGMA integrity_check").fetchone()
-        return str(row[0])
+        return str(self.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]))

@@ -17,7 +17,6 @@ import json
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from signet.store.database import connect
 from signet.store.migrations import migrate
@@ -136,7 +135,7 @@ def recover(path: Path) -> RecoverReport:
     return report
 
 
-def _copy_table(conn: Any, table: str) -> tuple[int, int]:
+def _copy_table(conn: Connection, table: str) -> tuple[int, int]:
     """(rows copied, ranges skipped). Range by range over the rowids (1 to the largest the
     table or its AUTOINCREMENT sequence knows), each range in one statement, a range that
     fails row by row: a damaged page costs only its own rows. Signet's tables use growing
@@ -171,7 +170,7 @@ def _copy_table(conn: Any, table: str) -> tuple[int, int]:
     return copied, skipped
 
 
-def _bound(conn: Any, table: str, which: str) -> int | None:
+def _bound(conn: Connection, table: str, which: str) -> int | None:
     try:
         row = conn.execute(f'SELECT {which}(rowid) FROM old."{table}"').fetchone()
     except sqlite3.DatabaseError:
@@ -179,9 +178,44 @@ def _bound(conn: Any, table: str, which: str) -> int | None:
     return None if row is None or row[0] is None else int(row[0])
 
 
-def _sequence(conn: Any, table: str) -> int | None:
+def _sequence(conn: Connection, table: str) -> int | None:
     try:
         row = conn.execute("SELECT seq FROM old.sqlite_sequence WHERE name = ?", (table,)).fetchone()
     except sqlite3.DatabaseError:
         return None
     return None if row is None else int(row[0])
+
+
+@dataclass(frozen=True)
+class KeywordIndexCheck:
+    """Rows in ``memories`` and in both keyword indexes, and whether FTS5's own check passed."""
+
+    memories: int
+    indexed: int
+    context_indexed: int
+    ok: bool
+
+    @property
+    def consistent(self) -> bool:
+        return self.ok and self.memories == self.indexed == self.context_indexed
+
+
+def check_keyword_indexes(conn: Connection) -> KeywordIndexCheck:
+    """Count and check both keyword indexes (runs FTS5's ``integrity-check``: a write)."""
+    memories = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
+    indexed = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+    context_indexed = conn.execute("SELECT COUNT(*) FROM memories_ctx_fts_docsize").fetchone()[0]
+    try:
+        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('integrity-check')")
+        ok = True
+    except sqlite3.DatabaseError:  # FTS5 reports a corrupt or drifted index this way
+        ok = False
+    return KeywordIndexCheck(int(memories), int(indexed), int(context_indexed), ok)
+
+
+def rebuild_keyword_indexes(conn: Connection) -> int:
+    """Rebuild both keyword indexes from the rows, together (recall reads one, the legacy
+    keyword search the other); returns the context rows written."""
+    conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+    return rebuild_thread_context(conn)

@@ -12,7 +12,6 @@ from signet.daemon.deps import RuntimeDep
 from signet.errors import NotFound
 from signet.models import ErrorResponse, StrictModel
 from signet.pipeline import queue
-from signet.store.sqlite import Connection
 
 router = APIRouter(tags=["pipeline"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
                                                  422: {"model": ErrorResponse}})
@@ -132,27 +131,15 @@ def list_jobs(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> JobList:
     """Jobs, newest first, filtered by status, type or memory."""
-    clauses, params = [], []
-    for col, val in (("status", status), ("job_type", job_type), ("memory_id", memory_id)):
-        if val is not None:
-            clauses.append(f"{col} = ?")
-            params.append(val)
-    where = " AND ".join(clauses) or "1=1"
-
-    def read(conn: Connection) -> tuple[int, list[Any]]:
-        total = conn.execute(f"SELECT COUNT(*) FROM memory_jobs WHERE {where}", params).fetchone()[0]
-        rows = list(conn.execute(f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC"
-                                 " LIMIT ? OFFSET ?", (*params, limit, offset)))
-        return int(total), rows
-
-    total, rows = runtime.db.read(read)
+    total, rows = runtime.db.read(lambda c: queue.list_jobs(
+        c, status=status, job_type=job_type, memory_id=memory_id, limit=limit, offset=offset))
     return JobList(items=[_view(r) for r in rows], total=total)
 
 
 @router.get("/api/pipeline/jobs/{job_id}", response_model=JobView)
 def get_job(job_id: str, runtime: RuntimeDep) -> JobView:
     """One job with its payload, result (counts, warnings, writes) and last error."""
-    row = runtime.db.read(lambda c: c.execute("SELECT * FROM memory_jobs WHERE id = ?", (job_id,)).fetchone())
+    row = runtime.db.read(lambda c: queue.get_job(c, job_id))
     if row is None:
         raise NotFound(f"job '{job_id}' not found", id=job_id)
     return _view(row)
@@ -163,9 +150,8 @@ def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> Req
     """Dead-letter jobs back to pending with attempts reset (at most ``limit``, default 50)."""
     req = body or RequeueRequest()
     if req.job_id is not None:
-        exists = runtime.db.read(lambda c: c.execute(
-            "SELECT status FROM memory_jobs WHERE id = ?", (req.job_id,)).fetchone())
-        if exists is None:
+        job_id = req.job_id
+        if runtime.db.read(lambda c: queue.get_job(c, job_id)) is None:
             raise NotFound(f"job '{req.job_id}' not found", id=req.job_id)
     ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=req.job_id))
     runtime.pipeline.worker.notify()

@@ -7,8 +7,7 @@ from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
 from signet.models import ErrorResponse, StrictModel
-from signet.store import thread_context as context
-from signet.store.sqlite import Connection, sqlite3
+from signet.store.integrity import check_keyword_indexes, rebuild_keyword_indexes
 
 router = APIRouter(tags=["repair"], responses={422: {"model": ErrorResponse}})
 
@@ -65,32 +64,14 @@ def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCh
     while leaving the other broken would leave recall answering differently by route.
     """
 
-    def count(conn: Connection) -> tuple[int, int, int, bool]:
-        memories = conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-        indexed = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        context_indexed = conn.execute("SELECT COUNT(*) FROM memories_ctx_fts_docsize").fetchone()[0]
-        try:
-            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
-            conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('integrity-check')")
-            ok = True
-        except sqlite3.DatabaseError:  # FTS5 reports a corrupt or drifted index this way
-            ok = False
-        return int(memories), int(indexed), int(context_indexed), ok
-
-    def rebuild(conn: Connection) -> int:
-        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
-        return context.rebuild(conn)
-
-    memories, indexed, context_indexed, ok = runtime.db.write(count)
-    consistent = ok and memories == indexed == context_indexed
+    check = runtime.db.write(check_keyword_indexes)
     rebuilt = False
-    if body is not None and (body.force or (body.repair and not consistent)):
-        runtime.db.write(rebuild)
+    if body is not None and (body.force or (body.repair and not check.consistent)):
+        runtime.db.write(rebuild_keyword_indexes)
         rebuilt = True
-        memories, indexed, context_indexed, ok = runtime.db.write(count)
-        consistent = ok and memories == indexed == context_indexed
-    return FtsCheckResponse(memories=memories, indexed=indexed, context_indexed=context_indexed,
-                            consistent=consistent, rebuilt=rebuilt)
+        check = runtime.db.write(check_keyword_indexes)
+    return FtsCheckResponse(memories=check.memories, indexed=check.indexed, context_indexed=check.context_indexed,
+                            consistent=check.consistent, rebuilt=rebuilt)
 
 
 @router.get("/api/repair/embedding-gaps", response_model=EmbeddingGapsResponse)

@@ -68,8 +68,10 @@ def main() -> None:
             rt.stop()
     for arm in ("on", "off"):
         v = took[arm]
-        print(f"keyword index {arm:>3}: {len(v)} recalls, p50 {percentile(v, 50):.2f} / p95 {percentile(v, 95):.2f}"
-              f" / p99 {percentile(v, 99):.2f} ms")
+        print(
+            f"keyword index {arm:>3}: {len(v)} recalls, p50 {percentile(v, 50):.2f} / p95 {percentile(v, 95):.2f}"
+            f" / p99 {percentile(v, 99):.2f} ms"
+        )
     print(f"identical results (ids and scores) with and without it: {same} / {args.questions}")
 
 

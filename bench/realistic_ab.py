@@ -86,7 +86,9 @@ def keyword_ab(root: Path, questions: list[str]) -> dict[str, Any]:
                 answers.append([r.id for r in rt.service.recall(RecallRequest(query=q, track_access=False)).results])
             same += answers[0] == answers[1]
         return {arm: Timing(v).summary() for arm, v in took.items()} | {
-            "identical_ids": same, "questions": len(questions) - 30}
+            "identical_ids": same,
+            "questions": len(questions) - 30,
+        }
     finally:
         rt.stop()
 
@@ -107,8 +109,9 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_config=None, acces
 
 def _daemon(root: Path, hot: str) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(root), str(port), hot],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, "-c", SERVE, str(root), str(port), hot], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 900
     with httpx.Client(base_url=url, timeout=5) as c:
@@ -126,8 +129,9 @@ def _daemon(root: Path, hot: str) -> tuple[subprocess.Popen[bytes], str]:
 
 
 def hotpath_ab(seeded: Path, spare: list[str], questions: list[str], rounds: int) -> dict[str, Any]:
-    out: dict[str, dict[str, list[float]]] = {a: {"remember_per_s": [], "recall_p50": [], "recall_p95": []}
-                                              for a in ("hot", "off")}
+    out: dict[str, dict[str, list[float]]] = {
+        a: {"remember_per_s": [], "recall_p50": [], "recall_p95": []} for a in ("hot", "off")
+    }
     per_round = len(spare) // (2 * rounds)
     qs = questions[:200]
     for r in range(rounds):
@@ -146,7 +150,9 @@ def hotpath_ab(seeded: Path, spare: list[str], questions: list[str], rounds: int
                             if i >= 20:
                                 lat.append((time.perf_counter() - t0) * 1000)
                     start = (2 * r + k) * per_round
-                    bodies = [json.dumps({"content": t, "project": "ab"}).encode() for t in spare[start : start + per_round]]
+                    bodies = [
+                        json.dumps({"content": t, "project": "ab"}).encode() for t in spare[start : start + per_round]
+                    ]
                     port = int(url.rsplit(":", 1)[1])
                     wall, _, accepted, errors = asyncio.run(_remember_load(port, bodies, 16, lambda *_: None))
                     if errors:
@@ -154,8 +160,10 @@ def hotpath_ab(seeded: Path, spare: list[str], questions: list[str], rounds: int
                     out[arm]["remember_per_s"].append(round(accepted / wall, 1))
                     out[arm]["recall_p50"].append(round(percentile(lat, 50), 2))
                     out[arm]["recall_p95"].append(round(percentile(lat, 95), 2))
-                    print(f"round {r} {arm}: {out[arm]['remember_per_s'][-1]}/s recall p95 {out[arm]['recall_p95'][-1]}",
-                          file=sys.stderr)
+                    print(
+                        f"round {r} {arm}: {out[arm]['remember_per_s'][-1]}/s recall p95 {out[arm]['recall_p95'][-1]}",
+                        file=sys.stderr,
+                    )
                 finally:
                     proc.terminate()
                     proc.wait(60)
@@ -176,8 +184,11 @@ def main() -> None:
     chars = sum(map(len, turns))
     print(f"{len(turns)} turns, {chars / len(turns):.0f} chars on average; {len(questions)} questions", file=sys.stderr)
     vecs = vectors_for(turns, args.cache_dir, _embed)
-    report: dict[str, Any] = {"memories": len(turns), "avg_chars": round(chars / len(turns)),
-                              "load_avg_at_start": os.getloadavg()}
+    report: dict[str, Any] = {
+        "memories": len(turns),
+        "avg_chars": round(chars / len(turns)),
+        "load_avg_at_start": os.getloadavg(),
+    }
     with tempfile.TemporaryDirectory(prefix="signet-realistic-") as tmp:
         root = Path(tmp) / "ws"
         samples = [Sample(t, "", "conversations", "", ()) for t in turns]

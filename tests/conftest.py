@@ -169,7 +169,9 @@ def launch_daemon(ws: Workspace, port: int | None = None, env: dict[str, str] | 
     with log.open("ab") as fh:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(
             [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root), **(env or {})},
         )
     d = DaemonProcess(ws, port, proc, log)

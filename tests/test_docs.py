@@ -28,7 +28,9 @@ def setting_keys(model: type[BaseModel], prefix: str = "") -> list[str]:
 
 def test_every_setting_is_documented() -> None:
     config_doc = "\n".join(p.read_text() for p in (ROOT / "docs").glob("*.md"))
-    missing = [k for k in setting_keys(Settings) if f"`{k}`" not in config_doc and f"`{k.split('.')[-1]}`" not in config_doc]
+    missing = [
+        k for k in setting_keys(Settings) if f"`{k}`" not in config_doc and f"`{k.split('.')[-1]}`" not in config_doc
+    ]
     assert missing == [], f"undocumented agent.yaml keys: {missing}"
 
 

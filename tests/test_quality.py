@@ -18,6 +18,11 @@ def test_ruff() -> None:
     assert r.returncode == 0, r.stdout + r.stderr
 
 
+def test_ruff_format() -> None:
+    r = run("ruff", "format", "--check", "src", "tests", "bench")
+    assert r.returncode == 0, "run `ruff format src tests bench`:\n" + r.stdout + r.stderr
+
+
 def test_mypy_strict() -> None:
     r = run("mypy", "src/signet")
     assert r.returncode == 0, r.stdout + r.stderr
@@ -26,7 +31,8 @@ def test_mypy_strict() -> None:
 def test_import_layers() -> None:
     """The layer and no-cycle contracts of pyproject.toml ([tool.importlinter]): an import that
     runs back up the layers, or a cycle between sibling packages, fails here."""
-    r = subprocess.run([str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True,
-                       timeout=600)
+    r = subprocess.run(
+        [str(Path(sys.executable).parent / "lint-imports")], cwd=ROOT, capture_output=True, text=True, timeout=600
+    )
     assert r.returncode == 0, r.stdout + r.stderr
     assert "2 kept, 0 broken" in r.stdout, r.stdout

@@ -32,8 +32,10 @@ def resolve_address(host: str | None = None, port: int | None = None) -> tuple[s
             h, p = h or DEFAULT_HOST, p if p is not None else DEFAULT_PORT
         except ConfigError as exc:
             # Not the default port in silence: the daemon may listen where agent.yaml says.
-            raise ConfigError(f"{exc.message} (the daemon's address is read from it: fix it, or set SIGNET_HOST "
-                              "and SIGNET_PORT)", key=exc.details.get("key")) from None
+            raise ConfigError(
+                f"{exc.message} (the daemon's address is read from it: fix it, or set SIGNET_HOST and SIGNET_PORT)",
+                key=exc.details.get("key"),
+            ) from None
     return h, p
 
 

@@ -185,16 +185,26 @@ def storage_error(exc: BaseException, db_path: Path) -> StorageError | None:
     where = db_path.parent
     if "disk is full" in text or code == errno.ENOSPC:
         free = free_mb(where)
-        return StorageFull(f"disk full ({free:.1f} MB free) at {where}; free some space and writes resume by "
-                           "themselves (nothing was written)", free_mb=round(free, 1), path=str(where))
+        return StorageFull(
+            f"disk full ({free:.1f} MB free) at {where}; free some space and writes resume by "
+            "themselves (nothing was written)",
+            free_mb=round(free, 1),
+            path=str(where),
+        )
     if "readonly" in text or "read-only" in text or code in (errno.EROFS, errno.EACCES, errno.EPERM):
-        return StorageError(f"the database at {db_path} cannot be written (read-only file or filesystem); check "
-                            "the workspace's permissions and mount (nothing was written)",
-                            code="storage_read_only", path=str(db_path))
+        return StorageError(
+            f"the database at {db_path} cannot be written (read-only file or filesystem); check "
+            "the workspace's permissions and mount (nothing was written)",
+            code="storage_read_only",
+            path=str(db_path),
+        )
     if "disk i/o error" in text or "malformed" in text or "not a database" in text:
-        return StorageError(f"the database at {db_path} is damaged or unreadable ({exc}); stop the daemon and run "
-                            "`signet repair --recover`, or restore a backup", code="storage_damaged",
-                            path=str(db_path))
+        return StorageError(
+            f"the database at {db_path} is damaged or unreadable ({exc}); stop the daemon and run "
+            "`signet repair --recover`, or restore a backup",
+            code="storage_damaged",
+            path=str(db_path),
+        )
     return None
 
 

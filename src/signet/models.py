@@ -390,7 +390,8 @@ class EmbeddingStatus(BaseModel):
     provider: str
     model: str
     backend: str | None = Field(
-        None, description="the local model's runtime once loaded: onnx or torch (null for remote providers)")
+        None, description="the local model's runtime once loaded: onnx or torch (null for remote providers)"
+    )
     dimensions: int | None
     state: Literal["loading", "ready", "unavailable", "disabled"]
     error: str | None

@@ -35,8 +35,14 @@ log = logging.getLogger(__name__)
 
 
 class Runtime:
-    def __init__(self, workspace: Workspace, settings: Settings | None = None, *, bind_host: str | None = None,
-                 accept_empty_database: bool = False) -> None:
+    def __init__(
+        self,
+        workspace: Workspace,
+        settings: Settings | None = None,
+        *,
+        bind_host: str | None = None,
+        accept_empty_database: bool = False,
+    ) -> None:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
@@ -45,7 +51,11 @@ class Runtime:
         self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
         self.service = MemoryService(
-            self.db, self.settings, self.embeddings, self.index, workspace_root=str(workspace.root),
+            self.db,
+            self.settings,
+            self.embeddings,
+            self.index,
+            workspace_root=str(workspace.root),
             keywords=self.keywords,
         )
         self.retention = RetentionWorker(self.db, self.settings.retention)
@@ -64,7 +74,10 @@ class Runtime:
         self.on_stop: list[Callable[[Runtime], None]] = []
         self.pipeline = Pipeline(self.settings.memory.pipeline, self.db, self.service)
         self.hooks = HookService(
-            self.db, self.service, self.settings.hooks, workspace.root,
+            self.db,
+            self.service,
+            self.settings.hooks,
+            workspace.root,
             session_budget=self.settings.memory.session_budget,
             pipeline_enabled=self.settings.memory.pipeline.enabled,
             max_attempts=self.settings.memory.pipeline.max_attempts,
@@ -82,7 +95,8 @@ class Runtime:
             raise StorageError(
                 f"the database at {self.db_path} is missing or empty, but it held {lost} memories; restore it from a "
                 "backup, or accept an empty store with `signet start --accept-empty-database`",
-                code="storage_emptied")
+                code="storage_emptied",
+            )
 
     def _save_record(self) -> None:
         """Remember how many memories the database holds (start and stop)."""
@@ -106,8 +120,10 @@ class Runtime:
         self.db.open()
         problem = self.db.read(lambda c: check(self.db_path, c))
         if problem is not None:
-            msg = (f"the database at {self.db_path} is damaged ({problem}); stop the daemon and run "
-                   "`signet repair --recover`, or restore a backup")
+            msg = (
+                f"the database at {self.db_path} is damaged ({problem}); stop the daemon and run "
+                "`signet repair --recover`, or restore a backup"
+            )
             log.error("%s", msg)
             self.condition.report("storage_damaged", msg)
         limit_blas_threads(self.settings.search.vector_threads)

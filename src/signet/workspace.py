@@ -83,8 +83,8 @@ def _templates(agent_name: str, user_name: str | None) -> dict[str, str]:
         "AGENTS.md": (
             f"# {agent_name}\n\n"
             "You are a coding agent with a durable memory provided by Signet.\n\n"
-            "- Remember what matters with `signet remember \"...\"` (or the `memory_store` MCP tool).\n"
-            "- Look things up with `signet recall \"...\"` (or `memory_search`).\n"
+            '- Remember what matters with `signet remember "..."` (or the `memory_store` MCP tool).\n'
+            '- Look things up with `signet recall "..."` (or `memory_search`).\n'
             "- Prefer stored decisions and preferences over guesses.\n"
         ),
         "SOUL.md": "# Soul\n\nDirect, careful, and honest about uncertainty.\n",

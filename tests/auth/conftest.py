@@ -16,8 +16,9 @@ def configure(ws: Workspace, mode: str, **auth: Any) -> Workspace:
     return ws
 
 
-def token_for(ws: Workspace, role: Role, sub: str | None = None, *, ttl: int = 3600, now: float | None = None,
-              **scope: str | None) -> str:
+def token_for(
+    ws: Workspace, role: Role, sub: str | None = None, *, ttl: int = 3600, now: float | None = None, **scope: str | None
+) -> str:
     tok, _ = issue(load_secret(ws.root), sub=sub or f"{role}-user", role=role, ttl_s=ttl, now=now, **scope)
     return tok
 

@@ -17,10 +17,14 @@ from tests.auth.conftest import configure, token_for
 from tests.conftest import DaemonProcess
 
 
-def test_sdk_and_cli_in_team_mode(make_workspace: Callable[..., Workspace],
-                                  start_daemon: Callable[..., DaemonProcess]) -> None:
-    ws = configure(make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "team",
-                   rateLimits={"windowSeconds": 600, "operations": {"remember": 3}})
+def test_sdk_and_cli_in_team_mode(
+    make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
+) -> None:
+    ws = configure(
+        make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}),
+        "team",
+        rateLimits={"windowSeconds": 600, "operations": {"remember": 3}},
+    )
     d = start_daemon(ws)
     writer = token_for(ws, "agent", sub="writer", project="web")
     with SignetClient(d.url, token=writer) as c:

@@ -34,16 +34,22 @@ READERS = {"bob": True, "carol": True, "dave": False, "erin": False}
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, Runtime, dict[str, str]]]:
     ws = Workspace(tmp_path_factory.mktemp("iso") / "ws")
     setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="local")
-    write_config(ws, memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}},
-                 auth={"mode": "hybrid"}, agents={"roster": ROSTER})
+    write_config(
+        ws,
+        memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}},
+        auth={"mode": "hybrid"},
+        agents={"roster": ROSTER},
+    )
     rt = start_runtime(ws)
     ids: dict[str, str] = {}
     with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:
         for key, body in {
             "secret": {"content": SECRET, "agent_id": "alice", "visibility": "private"},
             "public": {"content": PUBLIC, "agent_id": "alice", "visibility": "global"},
-            **{f"own-{r}": {"content": f"{r} private zebra diary entry", "agent_id": r, "visibility": "private"}
-               for r in READERS},
+            **{
+                f"own-{r}": {"content": f"{r} private zebra diary entry", "agent_id": r, "visibility": "private"}
+                for r in READERS
+            },
             "bob-public": {"content": "bob global zebra checklist", "agent_id": "bob", "visibility": "global"},
         }.items():
             r = c.post("/api/memory/remember", json=body)
@@ -66,16 +72,23 @@ def _reads(c: TestClient, ids: dict[str, str], reader: str, headers: dict[str, s
         "list": c.get("/api/memories", headers=headers, params={"limit": 200}),
         "similar": c.get("/memory/similar", headers=headers, params={"id": own, "limit": 50}),
         "export": c.get("/api/embeddings", headers=headers),
-        "session-start": c.post("/api/hooks/session-start", headers=headers,
-                                json={"harness": "claude-code", "session_id": f"s-{reader}"}),
-        "prompt": c.post("/api/hooks/user-prompt-submit", headers=headers,
-                         json={"harness": "claude-code", "session_id": f"s-{reader}", "prompt": "zebra migration plan vault code"}),
+        "session-start": c.post(
+            "/api/hooks/session-start", headers=headers, json={"harness": "claude-code", "session_id": f"s-{reader}"}
+        ),
+        "prompt": c.post(
+            "/api/hooks/user-prompt-submit",
+            headers=headers,
+            json={"harness": "claude-code", "session_id": f"s-{reader}", "prompt": "zebra migration plan vault code"},
+        ),
         "hook-recall": c.post("/api/hooks/recall", headers=headers, json={"query": "zebra vault code"}),
     }
     for name in ("memory_search", "memory_list"):
         args = {"query": "zebra vault code", "limit": 50} if name == "memory_search" else {"limit": 200}
-        out[f"mcp-{name}"] = c.post("/mcp", headers={**MCP_HEADERS, **headers}, json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
+        out[f"mcp-{name}"] = c.post(
+            "/mcp",
+            headers={**MCP_HEADERS, **headers},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}},
+        )
     return out
 
 
@@ -93,37 +106,53 @@ def _check(reads: dict[str, Any], ids: dict[str, str], reader: str, sees_public:
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
-def test_agent_token_never_reads_anothers_private_memories(env: tuple[Workspace, Runtime, dict[str, str]],
-                                                           reader: str) -> None:
+def test_agent_token_never_reads_anothers_private_memories(
+    env: tuple[Workspace, Runtime, dict[str, str]], reader: str
+) -> None:
     ws, rt, ids = env
     tok = bearer(token_for(ws, "agent", sub=reader, agent=reader))
-    with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost:3850",
-                    client=("10.1.2.3", 5000)) as c:
+    with TestClient(
+        create_app(rt, manage_runtime=False), base_url="http://localhost:3850", client=("10.1.2.3", 5000)
+    ) as c:
         _check(_reads(c, ids, reader, tok), ids, reader, READERS[reader])
         for mid in (ids["secret"],) + (() if READERS[reader] else (ids["public"],)):
             assert c.get(f"/api/memory/{mid}", headers=tok).status_code == 404
             assert c.get(f"/api/memory/{mid}/history", headers=tok).status_code == 404
             assert c.get("/memory/similar", headers=tok, params={"id": mid}).status_code == 404
-            r = c.post("/mcp", headers={**MCP_HEADERS, **tok}, json={"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-                       "params": {"name": "memory_get", "arguments": {"id": mid}}})
+            r = c.post(
+                "/mcp",
+                headers={**MCP_HEADERS, **tok},
+                json={
+                    "jsonrpc": "2.0",
+                    "id": 1,
+                    "method": "tools/call",
+                    "params": {"name": "memory_get", "arguments": {"id": mid}},
+                },
+            )
             assert r.json()["result"]["isError"] is True and SECRET not in r.text
             # nor change it
-            assert c.patch(f"/api/memory/{mid}", headers=tok, json={"content": "pwned", "reason": "x"}).status_code == 404
+            assert (
+                c.patch(f"/api/memory/{mid}", headers=tok, json={"content": "pwned", "reason": "x"}).status_code == 404
+            )
             assert c.delete(f"/api/memory/{mid}", headers=tok, params={"reason": "x"}).status_code == 404
         # writing as another agent is refused; a write without agent_id is the token's agent
         r = c.post("/api/memory/remember", headers=tok, json={"content": "impersonation", "agent_id": "alice"})
         assert r.status_code == 403 and r.json()["reason"] == "scope_mismatch"
-        r = c.post("/api/memory/remember", headers=tok, json={"content": f"{reader} writes zebra log", "visibility": "private"})
+        r = c.post(
+            "/api/memory/remember", headers=tok, json={"content": f"{reader} writes zebra log", "visibility": "private"}
+        )
         assert r.status_code == 200
         assert c.get(f"/api/memory/{r.json()['id']}", headers=tok).json()["agent_id"] == reader
 
 
 @pytest.mark.parametrize("reader", sorted(READERS))
-def test_local_caller_naming_an_agent_gets_its_policy(env: tuple[Workspace, Runtime, dict[str, str]],
-                                                      reader: str) -> None:
+def test_local_caller_naming_an_agent_gets_its_policy(
+    env: tuple[Workspace, Runtime, dict[str, str]], reader: str
+) -> None:
     _, rt, ids = env
-    with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850",
-                    client=("127.0.0.1", 5000)) as c:
+    with TestClient(
+        create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850", client=("127.0.0.1", 5000)
+    ) as c:
         reads = _reads(c, ids, reader, {"X-Signet-Agent": reader})
         reads.pop("mcp-memory_search")  # MCP forwards the token, not this header: covered with tokens
         reads.pop("mcp-memory_list")
@@ -132,7 +161,10 @@ def test_local_caller_naming_an_agent_gets_its_policy(env: tuple[Workspace, Runt
             assert SECRET not in r.text and ids["secret"] not in r.text, (reader, path)
         # hooks name the agent in the body or an OpenClaw session key
         for body in ({"agent_id": reader}, {"session_id": f"agent:{reader}:main"}):
-            r = c.post("/api/hooks/user-prompt-submit", json={"harness": "openclaw", "prompt": "zebra vault code migration plan", **body})
+            r = c.post(
+                "/api/hooks/user-prompt-submit",
+                json={"harness": "openclaw", "prompt": "zebra vault code migration plan", **body},
+            )
             assert r.status_code == 200 and SECRET not in r.text, (reader, body)
             r = c.post("/api/hooks/session-start", json={"harness": "openclaw", **body})
             assert r.status_code == 200 and SECRET not in r.text, (reader, body)
@@ -163,20 +195,30 @@ def test_identity_inheritance_per_agent(env: tuple[Workspace, Runtime, dict[str,
     root_soul = (ws.root / "SOUL.md").read_text()
     (ws.root / "agents" / "bob").mkdir(parents=True, exist_ok=True)
     (ws.root / "agents" / "bob" / "SOUL.md").write_text("# Soul\nBob's own soul: terse and kind.\n")
-    with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost:3850",
-                    client=("10.1.2.3", 5000)) as c:
-        bob = c.post("/api/hooks/session-start", headers=bearer(token_for(ws, "agent", sub="bob", agent="bob")),
-                     json={"harness": "claude-code", "session_id": "id-bob"}).json()["context"]
-        carol = c.post("/api/hooks/session-start", headers=bearer(token_for(ws, "agent", sub="carol", agent="carol")),
-                       json={"harness": "claude-code", "session_id": "id-carol"}).json()["context"]
+    with TestClient(
+        create_app(rt, manage_runtime=False), base_url="http://localhost:3850", client=("10.1.2.3", 5000)
+    ) as c:
+        bob = c.post(
+            "/api/hooks/session-start",
+            headers=bearer(token_for(ws, "agent", sub="bob", agent="bob")),
+            json={"harness": "claude-code", "session_id": "id-bob"},
+        ).json()["context"]
+        carol = c.post(
+            "/api/hooks/session-start",
+            headers=bearer(token_for(ws, "agent", sub="carol", agent="carol")),
+            json={"harness": "claude-code", "session_id": "id-carol"},
+        ).json()["context"]
     assert "Bob's own soul" in bob and "Bob's own soul" not in carol
     first_line = next(line for line in root_soul.splitlines() if line.strip() and not line.startswith("#"))
     assert first_line.strip()[:40] in carol
 
 
 def test_roster_sync_archives_a_removed_agents_memories(make_workspace: Any) -> None:
-    ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}},
-                        agents={"roster": [{"name": "gone", "readPolicy": "isolated"}, {"name": "stays"}]})
+    ws = make_workspace(
+        embedding="none",
+        memory={"pipelineV2": {"enabled": False}},
+        agents={"roster": [{"name": "gone", "readPolicy": "isolated"}, {"name": "stays"}]},
+    )
     rt = start_runtime(ws)
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1") as c:
@@ -203,13 +245,19 @@ def test_identical_text_from_another_agent_is_its_own_memory(env: tuple[Workspac
     get alice's memory back -- that would tell erin it exists and store nothing for erin."""
     _, rt, ids = env
     with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:
-        r = c.post("/api/memory/remember", json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
-                   headers={"X-Signet-Agent": "erin"})
+        r = c.post(
+            "/api/memory/remember",
+            json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
+            headers={"X-Signet-Agent": "erin"},
+        )
         assert r.status_code == 200, r.text
         assert r.json()["deduped"] is False and r.json()["id"] != ids["secret"]
         mine = r.json()["id"]
-        again = c.post("/api/memory/remember", json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
-                       headers={"X-Signet-Agent": "erin"}).json()
+        again = c.post(
+            "/api/memory/remember",
+            json={"content": SECRET, "agent_id": "erin", "visibility": "private"},
+            headers={"X-Signet-Agent": "erin"},
+        ).json()
         assert again["deduped"] is True and again["id"] == mine  # still one per agent
         assert c.get(f"/api/memory/{mine}", headers={"X-Signet-Agent": "erin"}).json()["agent_id"] == "erin"
         assert c.get(f"/api/memory/{ids['secret']}", headers={"X-Signet-Agent": "erin"}).status_code == 404

@@ -88,7 +88,10 @@ def test_team_mode_loopback_needs_a_token_too(make_workspace: Callable[..., Work
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850", client=LOOPBACK) as c:
             assert c.get("/api/memories").status_code == 401
             assert c.get("/api/memories", headers=bearer(token_for(ws, "agent"))).status_code == 200
-            assert c.get("/api/auth/whoami", headers=bearer(token_for(ws, "agent", sub="zed"))).json()["claims"]["sub"] == "zed"
+            assert (
+                c.get("/api/auth/whoami", headers=bearer(token_for(ws, "agent", sub="zed"))).json()["claims"]["sub"]
+                == "zed"
+            )
     finally:
         rt.stop()
 
@@ -99,7 +102,11 @@ def test_token_endpoint_and_whoami(make_workspace: Callable[..., Workspace]) -> 
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://localhost", client=REMOTE) as c:
             admin = bearer(token_for(ws, "admin"))
-            r = c.post("/api/auth/token", headers=admin, json={"sub": "bot", "role": "readonly", "project": "p", "ttlSeconds": 60})
+            r = c.post(
+                "/api/auth/token",
+                headers=admin,
+                json={"sub": "bot", "role": "readonly", "project": "p", "ttlSeconds": 60},
+            )
             assert r.status_code == 200
             tok = r.json()["token"]
             who = c.get("/api/auth/whoami", headers=bearer(tok)).json()
@@ -126,15 +133,19 @@ def test_daemon_refuses_to_start_on_a_public_address_in_local_mode(make_workspac
     ws = _ws(make_workspace, "local")
     proc = subprocess.run(
         [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "0.0.0.0", "--port", str(free_port())],
-        capture_output=True, text=True, timeout=60, env={"SIGNET_WORKSPACE": str(ws.root), "PATH": "/usr/bin:/bin"},
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"SIGNET_WORKSPACE": str(ws.root), "PATH": "/usr/bin:/bin"},
     )
     assert proc.returncode != 0
     assert "refusing to listen on 0.0.0.0" in proc.stderr and "security.md" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
-def test_real_daemon_hybrid_host_check(make_workspace: Callable[..., Workspace],
-                                       start_daemon: Callable[..., DaemonProcess]) -> None:
+def test_real_daemon_hybrid_host_check(
+    make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
+) -> None:
     ws = _ws(make_workspace, "hybrid")
     d = start_daemon(ws)
     with d.client() as c:
@@ -173,7 +184,9 @@ def test_real_daemon_on_a_second_address_remote_peer_needs_a_token(make_workspac
     with log.open("ab") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "signet.cli.main", "daemon", "--host", ip, "--port", str(port)],
-            stdout=fh, stderr=subprocess.STDOUT, env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
         )
     try:
         url = f"http://{ip}:{port}"
@@ -189,11 +202,17 @@ def test_real_daemon_on_a_second_address_remote_peer_needs_a_token(make_workspac
         with httpx.Client(base_url=url, timeout=10) as c:
             r = c.get("/api/memories", headers={"Host": "localhost"})
             assert r.status_code == 401 and r.json() == {
-                "error": "authentication required: send Authorization: Bearer <token>", "code": "unauthorized"}
+                "error": "authentication required: send Authorization: Bearer <token>",
+                "code": "unauthorized",
+            }
             assert c.get("/api/auth/whoami").json()["local"] is False
             assert c.get("/api/memories", headers=bearer(token_for(ws, "readonly"))).status_code == 200
-            assert c.post("/api/memory/remember", headers=bearer(token_for(ws, "readonly")),
-                          json={"content": "x"}).status_code == 403
+            assert (
+                c.post(
+                    "/api/memory/remember", headers=bearer(token_for(ws, "readonly")), json={"content": "x"}
+                ).status_code
+                == 403
+            )
             assert c.get("/api/memories", headers={"Host": "evil.example"}).status_code == 403
     finally:
         proc.terminate()

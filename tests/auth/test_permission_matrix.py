@@ -57,18 +57,26 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, 
     configure(ws, "team", rateLimits={"default": 100_000, "operations": {}})
     rt = start_runtime(ws)
     app = create_app(rt, manage_runtime=False)
-    with TestClient(app, raise_server_exceptions=False, base_url="http://localhost:3850",
-                    client=("10.1.2.3", 5000)) as c:
-        r = c.post("/api/memory/remember", headers=bearer(token_for(ws, "admin")),
-                   json={"content": "the matrix seed memory lives in project alpha", "project": "alpha"})
+    with TestClient(
+        app, raise_server_exceptions=False, base_url="http://localhost:3850", client=("10.1.2.3", 5000)
+    ) as c:
+        r = c.post(
+            "/api/memory/remember",
+            headers=bearer(token_for(ws, "admin")),
+            json={"content": "the matrix seed memory lives in project alpha", "project": "alpha"},
+        )
         assert r.status_code == 200, r.text
         yield ws, rt, c, r.json()["id"]
     rt.stop()
 
 
 def concrete(path: str, memory_id: str) -> str:
-    return (path.replace("{memory_id}", memory_id).replace("{domain}", "queue")
-            .replace("{asset}", "app.js").replace("{job_id}", "no-such-job"))
+    return (
+        path.replace("{memory_id}", memory_id)
+        .replace("{domain}", "queue")
+        .replace("{asset}", "app.js")
+        .replace("{job_id}", "no-such-job")
+    )
 
 
 def call(c: TestClient, method: str, path: str, headers: dict[str, str]) -> Any:
@@ -80,8 +88,9 @@ def call(c: TestClient, method: str, path: str, headers: dict[str, str]) -> Any:
     if method in ("POST", "PATCH"):
         # An empty body: authorised requests fail validation (422) or do a harmless no-op;
         # what matters here is that they got past (or were stopped by) the auth layer.
-        return c.request(method, path, headers=headers, content=b"{}",
-                         params={"reason": "matrix"} if method == "DELETE" else None)
+        return c.request(
+            method, path, headers=headers, content=b"{}", params={"reason": "matrix"} if method == "DELETE" else None
+        )
     return c.request(method, path, headers=headers, params={"reason": "matrix"} if method == "DELETE" else None)
 
 
@@ -125,7 +134,9 @@ def test_matrix_every_role(team: tuple[Workspace, Runtime, TestClient, str]) -> 
     assert failures == []
     admin = bearer(token_for(ws, "admin"))
     for role in ROLES:
-        victim = c.post("/api/memory/remember", headers=admin, json={"content": f"throw-away memory for {role}"}).json()["id"]
+        victim = c.post(
+            "/api/memory/remember", headers=admin, json={"content": f"throw-away memory for {role}"}
+        ).json()["id"]
         r = c.delete(f"/api/memory/{victim}", params={"reason": "matrix"}, headers=bearer(token_for(ws, role)))
         assert (r.status_code == 200) == role_allows(role, "forget"), (role, r.status_code, r.text)
 
@@ -164,8 +175,11 @@ def test_mcp_tool_calls_are_held_to_the_tokens_role(team: tuple[Workspace, Runti
 
     def tool(role: str, name: str, args: dict[str, Any]) -> Any:
         tok = bearer(token_for(ws, role, sub=f"mcp-{role}"))  # type: ignore[arg-type]
-        return c.post("/mcp", headers={**MCP_HEADERS, **tok}, json={
-            "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}})
+        return c.post(
+            "/mcp",
+            headers={**MCP_HEADERS, **tok},
+            json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": args}},
+        )
 
     r = tool("readonly", "memory_store", {"content": "readonly must not write this"})
     assert r.status_code == 200 and r.json()["result"]["isError"] is True

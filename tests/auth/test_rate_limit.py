@@ -23,8 +23,9 @@ class Clock:
 
 
 def test_n_plus_one_gets_429_with_retry_after(make_workspace: Callable[..., Workspace]) -> None:
-    ws = configure(make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "team",
-                   rateLimits=LIMITS)
+    ws = configure(
+        make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "team", rateLimits=LIMITS
+    )
     rt = start_runtime(ws)
     clock = Clock()
     rt.auth.limiter.clock = clock
@@ -56,12 +57,15 @@ def test_n_plus_one_gets_429_with_retry_after(make_workspace: Callable[..., Work
 
 
 def test_hybrid_local_callers_are_limited_by_actor(make_workspace: Callable[..., Workspace]) -> None:
-    ws = configure(make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "hybrid",
-                   rateLimits=LIMITS)
+    ws = configure(
+        make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "hybrid", rateLimits=LIMITS
+    )
     rt = start_runtime(ws)
     rt.auth.limiter.clock = Clock()
     try:
-        with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1", client=("127.0.0.1", 1)) as c:
+        with TestClient(
+            create_app(rt, manage_runtime=False), base_url="http://127.0.0.1", client=("127.0.0.1", 1)
+        ) as c:
             codes = [c.get("/api/memories", headers={"X-Signet-Actor": "script"}).status_code for _ in range(4)]
             assert codes == [200, 200, 200, 429]
             assert c.get("/api/memories", headers={"X-Signet-Actor": "other"}).status_code == 200
@@ -70,8 +74,11 @@ def test_hybrid_local_callers_are_limited_by_actor(make_workspace: Callable[...,
 
 
 def test_local_mode_is_never_limited(make_workspace: Callable[..., Workspace]) -> None:
-    ws = configure(make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}), "local",
-                   rateLimits={"windowSeconds": 60, "default": 1, "operations": {"recall": 1, "remember": 1}})
+    ws = configure(
+        make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}}),
+        "local",
+        rateLimits={"windowSeconds": 60, "default": 1, "operations": {"recall": 1, "remember": 1}},
+    )
     rt = start_runtime(ws)
     try:
         with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1") as c:

@@ -53,11 +53,20 @@ class Caller:
 
 CALLERS = [
     Caller("project-scoped", "agent", {"project": "alpha"}, {"project": "alpha"}, {"project": "beta"}),
-    Caller("agent-scoped", "agent", {"agent": "alice"}, {"agent_id": "alice", "agentId": "alice"},
-           {"agent_id": "mallory", "agentId": "mallory"}),
-    Caller("readonly", "readonly", {"project": "alpha", "agent": "alice"},
-           {"project": "alpha", "agent_id": "alice", "agentId": "alice"},
-           {"project": "beta", "agent_id": "mallory", "agentId": "mallory"}),
+    Caller(
+        "agent-scoped",
+        "agent",
+        {"agent": "alice"},
+        {"agent_id": "alice", "agentId": "alice"},
+        {"agent_id": "mallory", "agentId": "mallory"},
+    ),
+    Caller(
+        "readonly",
+        "readonly",
+        {"project": "alpha", "agent": "alice"},
+        {"project": "alpha", "agent_id": "alice", "agentId": "alice"},
+        {"project": "beta", "agent_id": "mallory", "agentId": "mallory"},
+    ),
 ]
 
 # Tables whose rows a refused request could touch. Rate-limit and access counters live in memory.
@@ -68,21 +77,33 @@ VOLATILE_COLUMNS = {"memories": ("access_count", "last_accessed")}
 def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, TestClient, dict[str, str]]]:
     ws = Workspace(tmp_path_factory.mktemp("scope-walk") / "ws")
     setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="none")
-    write_config(ws, memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}},
-                 auth={"mode": "team", "rateLimits": {"default": 1_000_000, "operations": {}}},
-                 agents={"roster": ROSTER})
+    write_config(
+        ws,
+        memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}},
+        auth={"mode": "team", "rateLimits": {"default": 1_000_000, "operations": {}}},
+        agents={"roster": ROSTER},
+    )
     rt = start_runtime(ws)
     admin = bearer(token_for(ws, "admin"))
-    with TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False,
-                    base_url="http://127.0.0.1:3850") as c:
+    with TestClient(
+        create_app(rt, manage_runtime=False), raise_server_exceptions=False, base_url="http://127.0.0.1:3850"
+    ) as c:
         ids: dict[str, str] = {}
         for key, body in {
             "own": {"content": "alice keeps the alpha deploy notes", "agent_id": "alice", "project": "alpha"},
-            "foreign-agent": {"content": "mallory global alpha note", "agent_id": "mallory", "project": "alpha",
-                              "visibility": "global"},
+            "foreign-agent": {
+                "content": "mallory global alpha note",
+                "agent_id": "mallory",
+                "project": "alpha",
+                "visibility": "global",
+            },
             "foreign-project": {"content": "alice beta roadmap", "agent_id": "alice", "project": "beta"},
-            "deleted-foreign": {"content": "mallory deleted alpha note", "agent_id": "mallory", "project": "alpha",
-                                "visibility": "global"},
+            "deleted-foreign": {
+                "content": "mallory deleted alpha note",
+                "agent_id": "mallory",
+                "project": "alpha",
+                "visibility": "global",
+            },
         }.items():
             r = c.post("/api/memory/remember", json=body, headers=admin)
             assert r.status_code == 200, r.text
@@ -96,16 +117,23 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Tes
 
 def snapshot(rt: Runtime) -> dict[str, list[tuple[Any, ...]]]:
     """Every row of every table (FTS shadow tables aside), volatile counters left out."""
+
     def read(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
-        names = [r[0] for r in conn.execute(
-            "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
-            " AND name NOT LIKE 'sqlite_%' AND name != 'keyword_changes' ORDER BY name")]
+        names = [
+            r[0]
+            for r in conn.execute(
+                "SELECT name FROM sqlite_master WHERE type = 'table' AND name NOT LIKE '%fts%'"
+                " AND name NOT LIKE 'sqlite_%' AND name != 'keyword_changes' ORDER BY name"
+            )
+        ]
         out: dict[str, list[tuple[Any, ...]]] = {}
         for name in names:
-            cols = [r[1] for r in conn.execute(f"PRAGMA table_info({name})")
-                    if r[1] not in VOLATILE_COLUMNS.get(name, ())]
+            cols = [
+                r[1] for r in conn.execute(f"PRAGMA table_info({name})") if r[1] not in VOLATILE_COLUMNS.get(name, ())
+            ]
             out[name] = sorted(tuple(row) for row in conn.execute(f"SELECT {', '.join(cols)} FROM {name}"))
         return out
+
     return rt.db.read(read)
 
 
@@ -171,8 +199,9 @@ def write_operations(spec: dict[str, Any]) -> list[tuple[str, str, dict[str, Any
     return [(m, p, op) for p, item in spec["paths"].items() for m, op in item.items() if m in WRITE_METHODS]
 
 
-def request_args(spec: dict[str, Any], path: str, op: dict[str, Any], owners: dict[str, str],
-                 memory_id: str) -> dict[str, Any]:
+def request_args(
+    spec: dict[str, Any], path: str, op: dict[str, Any], owners: dict[str, str], memory_id: str
+) -> dict[str, Any]:
     synth = Synth(spec, owners, memory_id)
     params: dict[str, Any] = {}
     for p in op.get("parameters", []):
@@ -197,8 +226,16 @@ def declares_owner(spec: dict[str, Any], op: dict[str, Any]) -> bool:
         schema = synth.resolve(schema)
         if any(f in schema.get("properties", {}) for f in OWNER_FIELDS):
             return True
-        return any(walk(v) for v in [*schema.get("properties", {}).values(), schema.get("items"),
-                                     *schema.get("anyOf", []), *schema.get("oneOf", []), *schema.get("allOf", [])])
+        return any(
+            walk(v)
+            for v in [
+                *schema.get("properties", {}).values(),
+                schema.get("items"),
+                *schema.get("anyOf", []),
+                *schema.get("oneOf", []),
+                *schema.get("allOf", []),
+            ]
+        )
 
     if any(p["name"] in OWNER_FIELDS for p in op.get("parameters", [])):
         return True
@@ -233,11 +270,18 @@ def test_the_walk_covers_every_write_route_with_an_owner(env: tuple[Runtime, Tes
     with_owner = {(m, p) for m, p, op in write_operations(spec) if declares_owner(spec, op)}
     targeted = {(m, p) for m, p, _ in write_operations(spec) if "{memory_id}" in p}
     # The routes that name an owner or a memory today: the walk must reach every one of them.
-    for expected in [("post", "/api/memory/remember"), ("post", "/api/memory/remember/batch"),
-                     ("post", "/api/memory/modify"), ("post", "/api/memory/forget"),
-                     ("patch", "/api/memory/{memory_id}"), ("delete", "/api/memory/{memory_id}"),
-                     ("post", "/api/memory/{memory_id}/recover"), ("post", "/api/hooks/session-end"),
-                     ("post", "/api/hooks/remember"), ("post", "/api/ingest/transcript")]:
+    for expected in [
+        ("post", "/api/memory/remember"),
+        ("post", "/api/memory/remember/batch"),
+        ("post", "/api/memory/modify"),
+        ("post", "/api/memory/forget"),
+        ("patch", "/api/memory/{memory_id}"),
+        ("delete", "/api/memory/{memory_id}"),
+        ("post", "/api/memory/{memory_id}/recover"),
+        ("post", "/api/hooks/session-end"),
+        ("post", "/api/hooks/remember"),
+        ("post", "/api/ingest/transcript"),
+    ]:
         assert expected in with_owner | targeted, expected
 
 
@@ -276,8 +320,11 @@ def test_foreign_owner_in_any_write_body_is_refused(
 
 # A project-only token may change any agent's memories inside its project, and an agent-only
 # token its own memories in any project: each is refused only what lies outside its scope.
-FOREIGN_TARGETS = {"project-scoped": ("foreign-project",), "agent-scoped": ("foreign-agent", "deleted-foreign"),
-                   "readonly": ("foreign-agent", "foreign-project", "deleted-foreign")}
+FOREIGN_TARGETS = {
+    "project-scoped": ("foreign-project",),
+    "agent-scoped": ("foreign-agent", "deleted-foreign"),
+    "readonly": ("foreign-agent", "foreign-project", "deleted-foreign"),
+}
 TARGETS = [(c, t) for c in CALLERS for t in FOREIGN_TARGETS[c.name]]
 
 
@@ -298,8 +345,10 @@ def test_write_routes_on_another_owners_memory_are_refused(
         if path == "/api/memory/forget":
             args["json"] = {"ids": [ids[target]], "mode": "execute", "reason": "walk", "force": True}
         elif path == "/api/memory/modify":
-            args["json"] = {"patches": [{"id": ids[target], "content": "taken over", "importance": 0.1}],
-                            "reason": "walk"}
+            args["json"] = {
+                "patches": [{"id": ids[target], "content": "taken over", "importance": 0.1}],
+                "reason": "walk",
+            }
         elif method == "patch":
             args["json"] = {**args["json"], "content": "taken over", "importance": 0.1}
         r = c.request(method.upper(), path.replace("{memory_id}", ids[target]), headers=headers, **args)
@@ -317,8 +366,11 @@ def test_agent_token_reads_but_cannot_change_another_agents_global_memory(
     ws = Workspace(Path(ids["__ws__"]))
     headers = bearer(token_for(ws, "agent", agent="alice"))
     assert c.get(f"/api/memory/{ids['foreign-agent']}", headers=headers).status_code == 200
-    r = c.post("/api/memory/modify", headers=headers,
-               json={"patches": [{"id": ids["foreign-agent"], "content": "taken over"}], "reason": "x"})
+    r = c.post(
+        "/api/memory/modify",
+        headers=headers,
+        json={"patches": [{"id": ids["foreign-agent"], "content": "taken over"}], "reason": "x"},
+    )
     assert r.status_code == 200 and r.json()["results"][0]["status"] == "forbidden", r.text
     r = c.patch(f"/api/memory/{ids['foreign-agent']}", headers=headers, json={"content": "taken", "reason": "x"})
     assert r.status_code == 403 and r.json()["code"] == "forbidden", r.text
@@ -329,8 +381,11 @@ def test_the_issue_repro_moving_a_memory_out_of_the_project(env: tuple[Runtime, 
     rt, c, ids = env
     ws = Workspace(Path(ids["__ws__"]))
     headers = bearer(token_for(ws, "agent", project="alpha"))
-    r = c.post("/api/memory/modify", headers=headers,
-               json={"patches": [{"id": ids["own"], "project": "beta", "reason": "escape"}]})
+    r = c.post(
+        "/api/memory/modify",
+        headers=headers,
+        json={"patches": [{"id": ids["own"], "project": "beta", "reason": "escape"}]},
+    )
     assert r.status_code == 403, r.text
     assert rt.service.get(ids["own"]).project == "alpha"
     # Inside the scope, the same token edits its own memory, and a remember without a project lands in alpha.
@@ -353,13 +408,24 @@ def test_memory_service_enforces_the_write_scope_itself(env: tuple[Runtime, Test
     with pytest.raises(Forbidden):
         svc.remember(RememberRequest(content="sneaky mallory fact", agent_id="mallory"), scope=AGENT)
     with pytest.raises(Forbidden):
-        svc.remember_batch([RememberRequest(content="fine alpha fact", project="alpha"),
-                            RememberRequest(content="beta fact", project="beta")], scope=PROJECT)
+        svc.remember_batch(
+            [
+                RememberRequest(content="fine alpha fact", project="alpha"),
+                RememberRequest(content="beta fact", project="beta"),
+            ],
+            scope=PROJECT,
+        )
     with pytest.raises(Forbidden):
-        svc.modify(ModifyRequest(patches=[ModifyPatch(id=ids["own"], importance=0.9),
-                                          ModifyPatch(id=ids["own"], project="beta")], reason="x"), scope=PROJECT)
-    res = svc.modify(ModifyRequest(patches=[ModifyPatch(id=ids["foreign-agent"], importance=0.1)], reason="x"),
-                     scope=AGENT)
+        svc.modify(
+            ModifyRequest(
+                patches=[ModifyPatch(id=ids["own"], importance=0.9), ModifyPatch(id=ids["own"], project="beta")],
+                reason="x",
+            ),
+            scope=PROJECT,
+        )
+    res = svc.modify(
+        ModifyRequest(patches=[ModifyPatch(id=ids["foreign-agent"], importance=0.1)], reason="x"), scope=AGENT
+    )
     assert res.results[0].status == "forbidden"
     with pytest.raises(Forbidden):
         svc.delete(ids["foreign-agent"], reason="x", scope=AGENT)
@@ -377,11 +443,19 @@ def test_hook_service_enforces_the_write_scope_itself(env: tuple[Runtime, TestCl
     hooks = rt.hooks
     before = snapshot(rt)
     with pytest.raises(Forbidden):
-        hooks.session_end(SessionEndRequest(harness="claude-code", session_id="s1", project="beta",
-                                            turns=[{"role": "user", "content": "hello there"}]), scope=PROJECT)
+        hooks.session_end(
+            SessionEndRequest(
+                harness="claude-code",
+                session_id="s1",
+                project="beta",
+                turns=[{"role": "user", "content": "hello there"}],
+            ),
+            scope=PROJECT,
+        )
     with pytest.raises(Forbidden):
-        hooks.session_start(SessionStartRequest(harness="claude-code", session_id="s2", agent_id="mallory"),
-                            scope=AGENT)
+        hooks.session_start(
+            SessionStartRequest(harness="claude-code", session_id="s2", agent_id="mallory"), scope=AGENT
+        )
     assert snapshot(rt) == before
     hooks.session_start(SessionStartRequest(harness="claude-code", session_id="s3"), scope=PROJECT)
     rows = rt.db.read(lambda conn: conn.execute("SELECT * FROM hook_sessions").fetchall())
@@ -402,10 +476,12 @@ def test_status_is_not_public_in_team_mode(env: tuple[Runtime, TestClient, dict[
     assert set(health.json()) <= {"status", "proof"}, health.json()
 
 
-
 def _mcp(c: TestClient, headers: dict[str, str], name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    r = c.post("/mcp", headers={**MCP_HEADERS, **headers}, json={
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}})
+    r = c.post(
+        "/mcp",
+        headers={**MCP_HEADERS, **headers},
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": name, "arguments": arguments}},
+    )
     if r.status_code == 403:
         return {"refused": r.json()}
     assert r.status_code == 200, r.text

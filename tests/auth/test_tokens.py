@@ -52,7 +52,7 @@ def test_every_tampered_byte_is_refused(make_workspace: Callable[..., Workspace]
                 if ch == ".":
                     continue
                 # any other base64url character: a different byte in payload or signature
-                forged = tok[:i] + (B64[(B64.index(ch) + 1) % 64]) + tok[i + 1:]
+                forged = tok[:i] + (B64[(B64.index(ch) + 1) % 64]) + tok[i + 1 :]
                 if forged == tok:
                     continue
                 r = c.get("/api/memories", headers=bearer(forged))
@@ -61,7 +61,10 @@ def test_every_tampered_byte_is_refused(make_workspace: Callable[..., Workspace]
                 refused += 1
             assert refused == len(tok) - 1
             for bad in ("", tok + "A", tok.replace(".", ""), tok + ".x", "Bearer", tok.split(".")[0] + "."):
-                assert c.get("/api/memories", headers=bearer(bad) if bad else {"Authorization": "Bearer "}).status_code == 401
+                assert (
+                    c.get("/api/memories", headers=bearer(bad) if bad else {"Authorization": "Bearer "}).status_code
+                    == 401
+                )
             assert c.get("/api/memories", headers={"Authorization": f"Basic {tok}"}).status_code == 401
     finally:
         rt.stop()
@@ -91,19 +94,28 @@ def test_expiry_is_honoured(make_workspace: Callable[..., Workspace]) -> None:
             assert expired.json() == {"error": "invalid or expired token", "code": "unauthorized"}
             # and on the wall clock: a token whose expiry passed before the daemon started
             st.clock = time.time
-            assert c.get("/api/memories", headers=bearer(token_for(ws, "agent", ttl=60, now=issued - 61))).status_code == 401
+            assert (
+                c.get("/api/memories", headers=bearer(token_for(ws, "agent", ttl=60, now=issued - 61))).status_code
+                == 401
+            )
             assert c.get("/api/memories", headers=bearer(token_for(ws, "agent", ttl=3600))).status_code == 200
     finally:
         rt.stop()
 
 
 def _cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          timeout=60, env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)})
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
+    )
 
 
-def test_revocation_survives_a_daemon_restart(make_workspace: Callable[..., Workspace],
-                                              start_daemon: Callable[..., DaemonProcess]) -> None:
+def test_revocation_survives_a_daemon_restart(
+    make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
+) -> None:
     ws = _team(make_workspace)
     made = _cli(ws, "token", "create", "--sub", "leaky", "--role", "agent", "--project", "web", "--ttl", "1h")
     assert made.returncode == 0, made.stderr

@@ -29,7 +29,8 @@ def test_metrics() -> None:
 
 def _locomo_file(tmp_path: Path) -> Path:
     conv = {
-        "speaker_a": "Ana", "speaker_b": "Bo",
+        "speaker_a": "Ana",
+        "speaker_b": "Bo",
         "session_1_date_time": "1:56 pm on 8 May, 2023",
         "session_1": [
             {"speaker": "Ana", "dia_id": "D1:1", "text": "I adopted a greyhound called Pixel last week."},
@@ -66,28 +67,45 @@ def test_locomo_small_file(tmp_path: Path) -> None:
 def _lme_file(tmp_path: Path) -> Path:
     items = [
         {
-            "question_id": "q1", "question_type": "single-session-user", "question": "What breed is my dog?",
-            "answer": "beagle", "question_date": "2023/06/01 (Thu) 10:00",
-            "haystack_session_ids": ["answer_s1", "s2"], "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
+            "question_id": "q1",
+            "question_type": "single-session-user",
+            "question": "What breed is my dog?",
+            "answer": "beagle",
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": ["answer_s1", "s2"],
+            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
             "haystack_sessions": [
-                [{"role": "user", "content": "My dog is a beagle named Rex.", "has_answer": True},
-                 {"role": "assistant", "content": "Beagles are great."}],
+                [
+                    {"role": "user", "content": "My dog is a beagle named Rex.", "has_answer": True},
+                    {"role": "assistant", "content": "Beagles are great."},
+                ],
                 [{"role": "user", "content": "I need a recipe for lentil soup."}],
             ],
             "answer_session_ids": ["answer_s1"],
         },
         {
-            "question_id": "q2", "question_type": "single-session-user", "question": "What soup recipe did I ask for?",
-            "answer": "lentil", "question_date": "2023/06/01 (Thu) 10:00",
-            "haystack_session_ids": ["answer_s1", "s2"], "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
+            "question_id": "q2",
+            "question_type": "single-session-user",
+            "question": "What soup recipe did I ask for?",
+            "answer": "lentil",
+            "question_date": "2023/06/01 (Thu) 10:00",
+            "haystack_session_ids": ["answer_s1", "s2"],
+            "haystack_dates": ["2023/05/01 (Mon) 09:00", "2023/05/02 (Tue) 09:00"],
             "haystack_sessions": [
                 [{"role": "user", "content": "My dog is a beagle named Rex."}],
                 [{"role": "user", "content": "I need a recipe for lentil soup."}],
             ],
             "answer_session_ids": ["s2"],
         },
-        {"question_id": "q3_abs", "question_type": "x", "question": "?", "answer": "", "haystack_session_ids": [],
-         "haystack_sessions": [], "answer_session_ids": []},
+        {
+            "question_id": "q3_abs",
+            "question_type": "x",
+            "question": "?",
+            "answer": "",
+            "haystack_session_ids": [],
+            "haystack_sessions": [],
+            "answer_session_ids": [],
+        },
     ]
     path = tmp_path / "lme.json"
     path.write_text(json.dumps(items))
@@ -116,8 +134,9 @@ def test_locomo_slice() -> None:
 
 def test_cli_longmemeval_out_file_has_the_documented_shape(tmp_path: Path) -> None:
     out_file = tmp_path / "results.jsonl"
-    res = CliRunner().invoke(app, ["bench", "longmemeval", str(_lme_file(tmp_path)), "--embedding", "none",
-                                   "--out", str(out_file), "--json"])
+    res = CliRunner().invoke(
+        app, ["bench", "longmemeval", str(_lme_file(tmp_path)), "--embedding", "none", "--out", str(out_file), "--json"]
+    )
     assert res.exit_code == 0, res.output
     assert json.loads(res.output)["questions"] == 2
     rows = [json.loads(line) for line in out_file.read_text().splitlines()]

@@ -12,8 +12,9 @@ from signet.cli.main import app
 
 def test_embed_bench_compares_the_backends(tmp_path: Path) -> None:
     out = tmp_path / "embed.json"
-    res = CliRunner().invoke(app, ["bench", "embed", "--queries", "6", "--docs", "10", "--batch", "4",
-                                   "--rounds", "2", "--out", str(out)])
+    res = CliRunner().invoke(
+        app, ["bench", "embed", "--queries", "6", "--docs", "10", "--batch", "4", "--rounds", "2", "--out", str(out)]
+    )
     assert res.exit_code == 0, res.output
     report = json.loads(out.read_text())
     assert report["options"]["backends"] == ["torch", "onnx"]

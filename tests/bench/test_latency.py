@@ -30,8 +30,8 @@ def test_corpus_is_deterministic_distinct_and_questions_are_not_copies() -> None
 def test_latency_quick_report(tmp_path: Path) -> None:
     out = tmp_path / "latency.json"
     res = CliRunner().invoke(
-        app, ["bench", "latency", "--memories", "120", "--quick", "--cache-dir", str(tmp_path / "cache"),
-              "--out", str(out)],
+        app,
+        ["bench", "latency", "--memories", "120", "--quick", "--cache-dir", str(tmp_path / "cache"), "--out", str(out)],
     )
     assert res.exit_code == 0, res.output
     assert "recall over HTTP p95" in res.output
@@ -53,8 +53,9 @@ def test_latency_quick_report(tmp_path: Path) -> None:
     rem = run["remember"]
     assert rem["sent"] == rem["accepted"] == 200 and rem["errors"] == []
     assert rem["accepted_per_s"] > 0 and rem["server_cpu_ms_per_remember"] > 0
-    assert set(run["ratios"]) == {f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum") for p in ("p50", "p95")} \
-        | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95"}
+    assert set(run["ratios"]) == {
+        f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum") for p in ("p50", "p95")
+    } | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95"}
     assert set(run["targets"]) == {"recall_p95_under_40ms", "remember_at_least_500_per_s"}
     assert all(isinstance(v, bool) for v in run["targets"].values())
     # The vectors were cached: a second size reuses them as a prefix.

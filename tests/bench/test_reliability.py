@@ -43,8 +43,20 @@ def test_conversations_are_distinct_deterministic_and_split(tmp_path: Path) -> N
 
 def test_reliability_quick_report(tmp_path: Path) -> None:
     out = tmp_path / "reliability.json"
-    res = CliRunner().invoke(app, ["bench", "reliability", "--locomo", str(locomo_file(tmp_path, 300)), "--quick",
-                                   "--idle-connections", "150", "--out", str(out)])
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench",
+            "reliability",
+            "--locomo",
+            str(locomo_file(tmp_path, 300)),
+            "--quick",
+            "--idle-connections",
+            "150",
+            "--out",
+            str(out),
+        ],
+    )
     assert res.exit_code == 0, res.output
     assert "acknowledged writes" in res.output
     report = json.loads(out.read_text())

@@ -53,8 +53,11 @@ class FakeEmbeddingServer:
                 if self.path == "/api/embed":
                     payload = {"model": body["model"], "embeddings": vecs}
                 elif self.path == "/v1/embeddings":
-                    payload = {"object": "list", "model": body["model"],
-                               "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vecs)]}
+                    payload = {
+                        "object": "list",
+                        "model": body["model"],
+                        "data": [{"object": "embedding", "index": i, "embedding": v} for i, v in enumerate(vecs)],
+                    }
                 else:
                     self._send(404, b'{"error": "not found"}')
                     return

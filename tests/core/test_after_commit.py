@@ -39,18 +39,24 @@ def test_rolled_back_writes_leave_the_index_unchanged(runtime: Runtime) -> None:
     new_ids: list[str] = []
 
     def add(conn: Connection) -> None:
-        row, _ = svc.remember_in(conn, RememberRequest(content="Lunch is at noon on Fridays"), changed_by="test",
-                                 vector=_unit(1, dims))
+        row, _ = svc.remember_in(
+            conn, RememberRequest(content="Lunch is at noon on Fridays"), changed_by="test", vector=_unit(1, dims)
+        )
         new_ids.append(row["id"])
 
     cases = {
         "remember with a vector": add,
         "modify with a new vector": lambda conn: svc.modify_in(
-            conn, ModifyPatch(id=kept, content="The deploy key moved to the ops vault"), reason="test",
-            changed_by="test", vector=_unit(2, dims)),
+            conn,
+            ModifyPatch(id=kept, content="The deploy key moved to the ops vault"),
+            reason="test",
+            changed_by="test",
+            vector=_unit(2, dims),
+        ),
         "delete": lambda conn: svc.delete_in(conn, kept, reason="test", changed_by="test"),
         "move to another project": lambda conn: svc.modify_in(
-            conn, ModifyPatch(id=kept, project="elsewhere"), reason="test", changed_by="test"),
+            conn, ModifyPatch(id=kept, project="elsewhere"), reason="test", changed_by="test"
+        ),
     }
     for name, change in cases.items():
         with pytest.raises(Boom):
@@ -63,9 +69,15 @@ def test_rolled_back_writes_leave_the_index_unchanged(runtime: Runtime) -> None:
         assert (got.version, got.project) == (1, None), name
 
     # The same changes committed do reach the index, right after the commit.
-    runtime.db.write(lambda conn: svc.modify_in(
-        conn, ModifyPatch(id=kept, content="The deploy key moved to the ops vault"), reason="test",
-        changed_by="test", vector=_unit(2, dims)))
+    runtime.db.write(
+        lambda conn: svc.modify_in(
+            conn,
+            ModifyPatch(id=kept, content="The deploy key moved to the ops vault"),
+            reason="test",
+            changed_by="test",
+            vector=_unit(2, dims),
+        )
+    )
     after = index.vector_of(kept)
     assert after is not None and np.allclose(after, _unit(2, dims))
     runtime.db.write(lambda conn: svc.delete_in(conn, kept, reason="test", changed_by="test"))

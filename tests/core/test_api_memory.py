@@ -114,17 +114,22 @@ def test_modify_versions_history_and_reembed(api: TestClient, runtime: Runtime) 
     mid = remember(api, "The office wifi password rotates monthly")["id"]
     other = remember(api, "Lunch is at noon")["id"]
     runtime.embeddings.wait_idle(60)
-    r = api.post("/api/memory/modify", json={"patches": [{"id": mid, "content": "The office wifi password rotates weekly"}]})
+    r = api.post(
+        "/api/memory/modify", json={"patches": [{"id": mid, "content": "The office wifi password rotates weekly"}]}
+    )
     assert r.status_code == 400 and "reason" in r.json()["error"]
-    r = api.post("/api/memory/modify", json={
-        "reason": "policy changed",
-        "patches": [
-            {"id": mid, "content": "The office wifi password rotates weekly", "if_version": 1},
-            {"id": other, "content": "The office wifi password rotates weekly"},
-            {"id": "nope", "importance": 0.1},
-            {"id": other, "importance": 0.3, "if_version": 7},
-        ],
-    })
+    r = api.post(
+        "/api/memory/modify",
+        json={
+            "reason": "policy changed",
+            "patches": [
+                {"id": mid, "content": "The office wifi password rotates weekly", "if_version": 1},
+                {"id": other, "content": "The office wifi password rotates weekly"},
+                {"id": "nope", "importance": 0.1},
+                {"id": other, "importance": 0.3, "if_version": 7},
+            ],
+        },
+    )
     assert r.status_code == 200, r.text
     res = r.json()["results"]
     assert res[0]["status"] == "updated" and res[0]["newVersion"] == 2 and res[0]["contentChanged"]
@@ -161,11 +166,14 @@ def test_forget_preview_execute_recover(api: TestClient, runtime: Runtime) -> No
     assert api.get(f"/api/memory/{ids[0]}").json()["is_deleted"] is False  # preview wrote nothing
     r = api.post("/api/memory/forget", json={"tags": ["tmp"], "mode": "execute"})
     assert r.status_code == 400 and "reason" in r.json()["error"]
-    r = api.post("/api/memory/forget", json={"tags": ["tmp"], "mode": "execute", "reason": "cleanup",
-                                             "confirm_token": "wrong"})
+    r = api.post(
+        "/api/memory/forget", json={"tags": ["tmp"], "mode": "execute", "reason": "cleanup", "confirm_token": "wrong"}
+    )
     assert r.status_code == 400 and r.json()["code"] == "confirm_token_mismatch"
-    r = api.post("/api/memory/forget", json={"tags": ["tmp"], "mode": "execute", "reason": "cleanup",
-                                             "confirm_token": prev["confirm_token"]})
+    r = api.post(
+        "/api/memory/forget",
+        json={"tags": ["tmp"], "mode": "execute", "reason": "cleanup", "confirm_token": prev["confirm_token"]},
+    )
     assert r.status_code == 200 and sorted(r.json()["deleted"]) == sorted(ids)
     assert api.get("/api/memories").json()["total"] == 1
     assert all(x["id"] == keep for x in recall(api, "temporary note release", min_score=0.0)["results"])
@@ -175,7 +183,12 @@ def test_forget_preview_execute_recover(api: TestClient, runtime: Runtime) -> No
     r = api.post(f"/api/memory/{ids[0]}/recover", json={"reason": "oops", "if_version": 1})
     assert r.status_code == 409 and r.json()["code"] == "version_conflict"
     r = api.post(f"/api/memory/{ids[0]}/recover", json={"reason": "oops", "if_version": 2})
-    assert r.status_code == 200 and r.json() == {"id": ids[0], "status": "recovered", "currentVersion": 2, "newVersion": 3}
+    assert r.status_code == 200 and r.json() == {
+        "id": ids[0],
+        "status": "recovered",
+        "currentVersion": 2,
+        "newVersion": 3,
+    }
     runtime.embeddings.wait_idle(60)
     assert recall(api, "temporary note number 0")["results"][0]["id"] == ids[0]
     events = [e["event"] for e in api.get(f"/api/memory/{ids[0]}/history").json()["events"]]
@@ -197,8 +210,9 @@ def test_large_forget_needs_confirm_token(make_workspace: Any) -> None:
             r = c.post("/api/memory/forget", json={"project": "p", "mode": "execute", "reason": "bulk"})
             assert r.status_code == 400 and r.json()["code"] == "confirm_token_required"
             token = c.post("/api/memory/forget", json={"project": "p"}).json()["confirm_token"]
-            r = c.post("/api/memory/forget", json={"project": "p", "mode": "execute", "reason": "bulk",
-                                                   "confirm_token": token})
+            r = c.post(
+                "/api/memory/forget", json={"project": "p", "mode": "execute", "reason": "bulk", "confirm_token": token}
+            )
             assert r.json()["count"] == 3
     finally:
         rt.stop()
@@ -256,15 +270,18 @@ def test_recall_tracks_access_and_decay(api: TestClient, runtime: Runtime) -> No
     runtime.db.write(lambda c: None)  # flush queued access-tracking writes
     m = api.get(f"/api/memory/{mid}").json()
     assert m["access_count"] == 1 and m["last_accessed"] is not None
-    runtime.db.write(lambda c: c.execute(
-        "UPDATE memories SET last_accessed = '2000-01-01T00:00:00+00:00' WHERE id = ?", (mid,)))
+    runtime.db.write(
+        lambda c: c.execute("UPDATE memories SET last_accessed = '2000-01-01T00:00:00+00:00' WHERE id = ?", (mid,))
+    )
     m = api.get(f"/api/memory/{mid}").json()
     assert m["importance"] == 0.5 and m["effective_importance"] < 0.01
     assert recall(api, "zebras", importance_min=0.1, track_access=False)["results"] == []
 
 
 def test_batch_remember_is_atomic(api: TestClient) -> None:
-    r = api.post("/api/memory/remember/batch", json={"items": [{"content": "one"}, {"content": "two"}, {"content": "one"}]})
+    r = api.post(
+        "/api/memory/remember/batch", json={"items": [{"content": "one"}, {"content": "two"}, {"content": "one"}]}
+    )
     assert r.status_code == 200 and r.json()["created"] == 2 and r.json()["deduped"] == 1
     r = api.post("/api/memory/remember/batch", json={"items": [{"content": "three"}, {"content": ""}]})
     assert r.status_code == 422
@@ -273,13 +290,23 @@ def test_batch_remember_is_atomic(api: TestClient) -> None:
 
 def test_a_date_in_the_query_prefers_memories_from_then(api: TestClient, runtime: Runtime) -> None:
     """Same words, different months: the question's own date decides (signet.search.timeframe)."""
-    march = remember(api, "Jolene: I've been working on a robotics project for my engineering class.",
-                     who="Jolene", created_at="2023-03-02T10:00:00Z")["id"]
-    august = remember(api, "Jolene: I've been working on a solar energy project for the community.",
-                      who="Jolene", created_at="2023-08-10T10:00:00Z")["id"]
+    march = remember(
+        api,
+        "Jolene: I've been working on a robotics project for my engineering class.",
+        who="Jolene",
+        created_at="2023-03-02T10:00:00Z",
+    )["id"]
+    august = remember(
+        api,
+        "Jolene: I've been working on a solar energy project for the community.",
+        who="Jolene",
+        created_at="2023-08-10T10:00:00Z",
+    )["id"]
     assert runtime.embeddings.wait_idle(60)
-    first = [recall(api, f"What project was Jolene working on in {month} 2023?")["results"][0]["id"]
-             for month in ("March", "August")]
+    first = [
+        recall(api, f"What project was Jolene working on in {month} 2023?")["results"][0]["id"]
+        for month in ("March", "August")
+    ]
     assert first == [march, august]
     # Without a date the two stay in their plain order, whichever it is: the nudge made the difference.
     plain = [r["id"] for r in recall(api, "What project was Jolene working on?")["results"][:2]]

@@ -9,9 +9,31 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 HOSTILE_QUERIES = [
-    '"', '""', '"unterminated', "AND", "OR NOT", "NEAR(a b)", "content:foo", "*", "foo*", "^start",
-    "a AND (b OR", ")))", "-", "col:", "{a b}", "\x00", "😀 emoji", "日本語のクエリ", "' OR 1=1 --",
-    "memories_fts MATCH 'x'", "   ", "", "a" * 10_000, "NOT NOT NOT", "\"a\" NEAR/2 \"b\"",
+    '"',
+    '""',
+    '"unterminated',
+    "AND",
+    "OR NOT",
+    "NEAR(a b)",
+    "content:foo",
+    "*",
+    "foo*",
+    "^start",
+    "a AND (b OR",
+    ")))",
+    "-",
+    "col:",
+    "{a b}",
+    "\x00",
+    "😀 emoji",
+    "日本語のクエリ",
+    "' OR 1=1 --",
+    "memories_fts MATCH 'x'",
+    "   ",
+    "",
+    "a" * 10_000,
+    "NOT NOT NOT",
+    '"a" NEAR/2 "b"',
 ]
 
 
@@ -86,8 +108,12 @@ def test_huge_bodies_are_refused(api: TestClient) -> None:
 
 
 def test_unknown_ids_and_routes(api: TestClient) -> None:
-    for method, path in [("GET", "/api/memory/nope"), ("GET", "/api/memory/nope/history"),
-                         ("POST", "/api/memory/nope/recover"), ("GET", "/no/such/route")]:
+    for method, path in [
+        ("GET", "/api/memory/nope"),
+        ("GET", "/api/memory/nope/history"),
+        ("POST", "/api/memory/nope/recover"),
+        ("GET", "/no/such/route"),
+    ]:
         kw = {"json": {"reason": "r"}} if method == "POST" else {}
         body = assert_json_4xx(api.request(method, path, **kw), 404)
         assert body["code"] == "not_found"
@@ -114,13 +140,21 @@ def test_datetimes_without_a_utc_equivalent_are_refused_not_500(api: TestClient)
             "forget since": api.post("/api/memory/forget", json={"since": when}),
             "forget until": api.post("/api/memory/forget", json={"until": when}),
             "remember": api.post("/api/memory/remember", json={"content": "x", "created_at": when}),
-            "remember batch": api.post("/api/memory/remember/batch",
-                                       json={"items": [{"content": "x", "created_at": when}]}),
-            "hook session-end": api.post("/api/hooks/session-end",
-                                         json={"session_id": "s", "turns": [{**turn, "timestamp": when}]}),
-            "ingest": api.post("/api/ingest/transcript", json={
-                "path": "/x/chat.jsonl", "content_hash": "b" * 64, "adapter": "jsonl",
-                "turns": [{**turn, "timestamp": when}]}),
+            "remember batch": api.post(
+                "/api/memory/remember/batch", json={"items": [{"content": "x", "created_at": when}]}
+            ),
+            "hook session-end": api.post(
+                "/api/hooks/session-end", json={"session_id": "s", "turns": [{**turn, "timestamp": when}]}
+            ),
+            "ingest": api.post(
+                "/api/ingest/transcript",
+                json={
+                    "path": "/x/chat.jsonl",
+                    "content_hash": "b" * 64,
+                    "adapter": "jsonl",
+                    "turns": [{**turn, "timestamp": when}],
+                },
+            ),
         }
         for name, r in calls.items():
             body = assert_json_4xx(r, 422)
@@ -133,8 +167,11 @@ def test_extreme_but_representable_datetimes_still_work(api: TestClient) -> None
     r = api.post("/api/memory/remember", json={"content": "an old import", "created_at": "0001-01-01T05:00+01:00"})
     assert r.status_code == 200, r.text
     assert r.json()["created_at"].startswith("0001-01-01T04:00:00")
-    for params in ({"since": "0001-01-01T00:00:00"}, {"until": "9999-12-31T23:59+00:00"},
-                   {"until": "0001-01-01T05:00-01:00"}):
+    for params in (
+        {"since": "0001-01-01T00:00:00"},
+        {"until": "9999-12-31T23:59+00:00"},
+        {"until": "0001-01-01T05:00-01:00"},
+    ):
         r = api.get("/api/memories", params=params)
         assert r.status_code == 200, (params, r.text)
     got = api.get("/api/memories", params={"until": "0001-01-01T04:00:00+00:00"}).json()

@@ -78,8 +78,9 @@ def test_a_full_disk_and_a_read_only_workspace(small_fs: Path) -> None:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1"}
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                              env=env, timeout=120)
+        return subprocess.run(
+            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        )
 
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
     assert signet("start").returncode == 0
@@ -88,8 +89,7 @@ def test_a_full_disk_and_a_read_only_workspace(small_fs: Path) -> None:
         with httpx.Client(base_url=url, timeout=30) as c:
             kept = c.post("/api/memory/remember", json={"content": "written before the disk filled"}).json()["id"]
             filler = fill(small_fs)
-            answers = [c.post("/api/memory/remember", json={"content": f"filler {i} " + "x" * 3000})
-                       for i in range(40)]
+            answers = [c.post("/api/memory/remember", json={"content": f"filler {i} " + "x" * 3000}) for i in range(40)]
             full = [a for a in answers if a.status_code == 507]
             assert full and all(a.status_code in (200, 507) for a in answers), [a.status_code for a in answers]
             err = full[-1].json()

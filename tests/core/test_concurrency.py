@@ -23,8 +23,10 @@ def test_concurrent_writers_and_readers_lose_nothing(daemon: DaemonProcess) -> N
     def writer(w: int) -> None:
         with httpx.Client(base_url=daemon.url, timeout=60) as c:
             for i in range(PER_WRITER):
-                r = c.post("/api/memory/remember", json={"content": f"writer {w} wrote fact number {i}",
-                                                         "project": f"p{w % 3}", "tags": [f"w{w}"]})
+                r = c.post(
+                    "/api/memory/remember",
+                    json={"content": f"writer {w} wrote fact number {i}", "project": f"p{w % 3}", "tags": [f"w{w}"]},
+                )
                 if r.status_code != 200:
                     errors.append(f"remember {w}/{i}: {r.status_code} {r.text[:200]}")
                     continue

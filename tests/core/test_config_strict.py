@@ -162,8 +162,9 @@ def test_a_client_does_not_guess_the_address_past_a_broken_config(tmp_path: Path
     (ws / "agent.yaml").write_text(yaml.safe_dump(cfg))
     env = {k: v for k, v in os.environ.items() if k not in ("SIGNET_HOST", "SIGNET_PORT")}
     env["SIGNET_WORKSPACE"] = str(ws)
-    r = subprocess.run([sys.executable, "-m", "signet.cli.main", "remember", "x"], capture_output=True, text=True,
-                       env=env, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", "remember", "x"], capture_output=True, text=True, env=env, timeout=60
+    )
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1, r.stderr
     assert "daemon.prot: unknown key" in lines[0] and "SIGNET_PORT" in lines[0], lines

@@ -134,8 +134,10 @@ def test_slow_bodies_oversized_headers_and_garbage_get_json_answers(
 
     # A body that never finishes: the connection is closed; the daemon goes on serving.
     s = socket.create_connection(("127.0.0.1", d.port))
-    s.sendall(b"POST /api/memory/remember HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-              b"Content-Length: 100\r\n\r\n{\"content\": ")
+    s.sendall(
+        b"POST /api/memory/remember HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+        b'Content-Length: 100\r\n\r\n{"content": '
+    )
     assert b"<still open>" not in read_all(s, 10)
     s.close()
 

@@ -31,8 +31,10 @@ def test_sigkill_mid_writes_loses_nothing_acknowledged(
             while not stop.is_set():
                 try:
                     if i % 5 == 4:
-                        r = c.post("/api/memory/remember/batch", json={"items": [
-                            {"content": f"batch {w}-{i}-{k}"} for k in range(20)]})
+                        r = c.post(
+                            "/api/memory/remember/batch",
+                            json={"items": [{"content": f"batch {w}-{i}-{k}"} for k in range(20)]},
+                        )
                     else:
                         r = c.post("/api/memory/remember", json={"content": f"writer {w} item {i}"})
                 except httpx.HTTPError:
@@ -40,7 +42,9 @@ def test_sigkill_mid_writes_loses_nothing_acknowledged(
                 if r.status_code == 200:
                     body = r.json()
                     with lock:
-                        acked.extend(x["id"] for x in body["results"]) if "results" in body else acked.append(body["id"])
+                        acked.extend(x["id"] for x in body["results"]) if "results" in body else acked.append(
+                            body["id"]
+                        )
                 i += 1
 
     threads = [threading.Thread(target=writer, args=(w,)) for w in range(4)]

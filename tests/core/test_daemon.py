@@ -17,12 +17,19 @@ from tests.conftest import DaemonProcess, free_port
 
 def cli(ws: Workspace, port: int, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1"}
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=60, input=input)
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=60,
+        input=input,
+    )
 
 
-def test_health_answers_within_a_second_of_start(workspace: Workspace,
-                                                 start_daemon: Callable[..., DaemonProcess]) -> None:
+def test_health_answers_within_a_second_of_start(
+    workspace: Workspace, start_daemon: Callable[..., DaemonProcess]
+) -> None:
     started = time.monotonic()
     d = start_daemon(workspace)
     elapsed = time.monotonic() - started

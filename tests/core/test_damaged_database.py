@@ -24,8 +24,13 @@ def _env(ws: Path, port: int) -> dict[str, str]:
 
 
 def signet(ws: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=_env(ws, port), timeout=300)
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        env=_env(ws, port),
+        timeout=300,
+    )
 
 
 def seeded(tmp_path: Path) -> tuple[Path, int, Path]:
@@ -77,7 +82,8 @@ def test_a_corrupted_page_is_reported_and_recovered(tmp_path: Path) -> None:
             assert health["status"] == "degraded" and any("signet repair --recover" in r for r in health["reasons"])
             status = c.get("/api/status")  # it counts memories: a read that may hit the damaged page
             assert (status.status_code == 200 and any("damaged" in w for w in status.json()["warnings"])) or (
-                status.status_code == 503 and "repair --recover" in status.json()["error"]), status.text
+                status.status_code == 503 and "repair --recover" in status.json()["error"]
+            ), status.text
             storage = c.get("/api/diagnostics/storage")
             assert storage.status_code == 200, storage.text
             assert storage.json()["status"] != "healthy"
@@ -135,7 +141,8 @@ def test_repair_says_what_it_needs_in_one_line(tmp_path: Path) -> None:
     ws, port = tmp_path / "ws", free_port()
     r = signet(ws, port, "repair")
     assert r.returncode != 0 and r.stderr.strip().splitlines() == [
-        "error: say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"]
+        "error: say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"
+    ]
     assert signet(ws, port, "setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
     r = signet(ws, port, "repair", "--recover")  # no database yet
     assert r.returncode != 0 and len(r.stderr.strip().splitlines()) == 1 and "no database to recover" in r.stderr

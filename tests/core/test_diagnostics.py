@@ -23,10 +23,14 @@ def test_healthy_then_degraded_signals(api: TestClient, runtime: Runtime) -> Non
 
     def jobs(conn: Any) -> None:
         for i in range(60):
-            conn.execute("INSERT INTO memory_jobs(id, job_type, status, created_at, updated_at) VALUES (?, 'extract', 'pending', ?, ?)",
-                         (f"j{i}", old, old))
-        conn.execute("INSERT INTO memory_jobs(id, job_type, status, created_at, updated_at, failed_at) VALUES ('d1', 'extract', 'dead', ?, ?, ?)",
-                     (old, old, old))
+            conn.execute(
+                "INSERT INTO memory_jobs(id, job_type, status, created_at, updated_at) VALUES (?, 'extract', 'pending', ?, ?)",
+                (f"j{i}", old, old),
+            )
+        conn.execute(
+            "INSERT INTO memory_jobs(id, job_type, status, created_at, updated_at, failed_at) VALUES ('d1', 'extract', 'dead', ?, ?, ?)",
+            (old, old, old),
+        )
 
     runtime.db.write(jobs)
     q = api.get("/api/diagnostics/queue").json()

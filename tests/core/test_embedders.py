@@ -94,8 +94,9 @@ def test_embedder_sweeps_the_store_once_then_follows_new_and_edited_memories(
     ws = make_workspace(embedding="none")
     with Runtime(ws) as rt:  # stored while no embedder runs
         ids = [rt.service.remember(RememberRequest(content=f"sweep test memory number {i}")).id for i in range(10)]
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "batch_size": 1})
+    write_config(
+        ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url, "batch_size": 1}
+    )
     rt = start_runtime(ws)
     try:
         assert rt.embeddings.wait_idle(30)
@@ -103,16 +104,20 @@ def test_embedder_sweeps_the_store_once_then_follows_new_and_edited_memories(
         docs = lambda: sorted(t for t in fake.embedded if t.startswith("sweep") or t.startswith("edited"))  # noqa: E731
         assert docs() == sorted(f"sweep test memory number {i}" for i in range(10))
         rt.service.remember(RememberRequest(content="sweep test memory, a new one"))
-        rt.service.modify(ModifyRequest(patches=[ModifyPatch(id=ids[3], content="edited text of memory three")],
-                                        reason="test"))
+        rt.service.modify(
+            ModifyRequest(patches=[ModifyPatch(id=ids[3], content="edited text of memory three")], reason="test")
+        )
         assert rt.embeddings.wait_idle(30)
         assert len(docs()) == 12 and docs().count("edited text of memory three") == 1
         assert rt.embeddings.pending_count() == 0
         assert all(mid in rt.index for mid in ids)
-        full = rt.db.read(lambda c: c.execute(
-            "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
-            "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)",
-            (rt.embeddings.model_key,)).fetchone()[0])
+        full = rt.db.read(
+            lambda c: c.execute(
+                "SELECT COUNT(*) FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash "
+                "WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT ?)",
+                (rt.embeddings.model_key,),
+            ).fetchone()[0]
+        )
         assert full == 0
     finally:
         rt.stop()
@@ -138,14 +143,21 @@ def test_unreachable_provider_is_loud(make_workspace: Callable[..., Workspace]) 
 def _ollama_runtime(fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace]) -> Runtime:
     """A started runtime whose embedder is the fake Ollama server (1 s timeout)."""
     ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0})
+    write_config(
+        ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url, "timeout": 1.0}
+    )
     return start_runtime(ws)
 
 
-@pytest.mark.parametrize(("outage", "why"), [
-    ("down500", "HTTP 500"), ("garbage", "invalid JSON"), ("hang", "timed out"), ("refused", "unreachable"),
-])
+@pytest.mark.parametrize(
+    ("outage", "why"),
+    [
+        ("down500", "HTTP 500"),
+        ("garbage", "invalid JSON"),
+        ("hang", "timed out"),
+        ("refused", "unreachable"),
+    ],
+)
 def test_recall_falls_back_to_keywords_when_the_query_embedding_fails(
     fake: FakeEmbeddingServer, make_workspace: Callable[..., Workspace], outage: str, why: str
 ) -> None:
@@ -218,10 +230,17 @@ def test_modify_keeps_working_when_the_embedder_fails(
         async def edit() -> list[httpx.Response]:
             transport = httpx.ASGITransport(app=app)
             async with httpx.AsyncClient(transport=transport, base_url="http://127.0.0.1:3850") as c:
-                patched = await c.patch(f"/api/memory/{one}", json={
-                    "content": "plums and cherries ripen in the walled garden", "reason": "corrected"})
-                batch = await c.post("/api/memory/modify", json={"reason": "corrected", "patches": [
-                    {"id": two, "content": "the server room is kept at eighteen degrees"}]})
+                patched = await c.patch(
+                    f"/api/memory/{one}",
+                    json={"content": "plums and cherries ripen in the walled garden", "reason": "corrected"},
+                )
+                batch = await c.post(
+                    "/api/memory/modify",
+                    json={
+                        "reason": "corrected",
+                        "patches": [{"id": two, "content": "the server room is kept at eighteen degrees"}],
+                    },
+                )
             return [patched, batch]
 
         patched, batch = asyncio.run(edit())
@@ -306,8 +325,16 @@ def test_query_embedding_breaker_skips_a_hanging_provider_then_closes(
     provider closes it and recall is hybrid again.
     """
     ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0, "query_cooldown": 30})
+    write_config(
+        ws,
+        embedding={
+            "provider": "ollama",
+            "model": "nomic-embed-text",
+            "base_url": fake.url,
+            "timeout": 1.0,
+            "query_cooldown": 30,
+        },
+    )
     rt = start_runtime(ws)
     now = [1000.0]
     rt.embeddings.clock = lambda: now[0]
@@ -368,8 +395,11 @@ def test_query_embedding_breaker_skips_a_hanging_provider_then_closes(
         fake.mode = "ok"
         now[0] += 31
         out, _ = recall("which orchard grows pears")
-        assert out["method"] == "hybrid" and out["vector_search"] == {**out["vector_search"], "available": True,
-                                                                       "reason": None}
+        assert out["method"] == "hybrid" and out["vector_search"] == {
+            **out["vector_search"],
+            "available": True,
+            "reason": None,
+        }
         assert out["results"][0]["id"] == orchard and out["results"][0]["source"] == "hybrid"
         assert recall("apples in the orchard")[0]["method"] == "hybrid"
         status, _ = asyncio.run(call("GET", "/api/status"))
@@ -384,8 +414,16 @@ def test_query_breaker_lets_one_probe_through_and_can_be_turned_off(
 ) -> None:
     """While the probe is under way other recalls keep skipping; ``query_cooldown: 0`` disables the breaker."""
     ws = make_workspace(embedding="ollama")
-    write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": fake.url,
-                                "timeout": 1.0, "query_cooldown": 10})
+    write_config(
+        ws,
+        embedding={
+            "provider": "ollama",
+            "model": "nomic-embed-text",
+            "base_url": fake.url,
+            "timeout": 1.0,
+            "query_cooldown": 10,
+        },
+    )
     rt = start_runtime(ws)
     now = [50.0]
     emb = rt.embeddings

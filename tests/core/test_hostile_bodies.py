@@ -74,21 +74,25 @@ def _json_error(resp: object) -> dict[str, object]:
     return body
 
 
-def test_deep_and_malformed_bodies_are_4xx_everywhere(apps: tuple[Runtime, TestClient, TestClient, dict[str, str]]) -> None:
+def test_deep_and_malformed_bodies_are_4xx_everywhere(
+    apps: tuple[Runtime, TestClient, TestClient, dict[str, str]],
+) -> None:
     _, local, team, auth = apps
     routes = body_routes(local.app)
     assert ("POST", "/api/memory/remember", True) in routes and ("POST", "/api/memory/modify", True) in routes
     for client, headers in ((local, {}), (team, auth)):
         for method, path, reads in routes:
             for name, raw in [*((k, v.encode()) for k, v in DEEP.items()), *MALFORMED.items()]:
-                resp = client.request(method, path, content=raw,
-                                      headers={"content-type": "application/json", **headers})
+                resp = client.request(
+                    method, path, content=raw, headers={"content-type": "application/json", **headers}
+                )
                 if (name == "empty" or not reads) and resp.status_code < 300:
                     continue  # a route without a body, or whose body is optional, ignores it
                 assert 400 <= resp.status_code < 500, (method, path, name, resp.status_code, resp.text[:200])
                 _json_error(resp)
-    deep = local.post("/api/memory/remember", content=DEEP["array 2,000 deep"],
-                      headers={"content-type": "application/json"})
+    deep = local.post(
+        "/api/memory/remember", content=DEEP["array 2,000 deep"], headers={"content-type": "application/json"}
+    )
     assert deep.status_code == 400 and "nested too deeply" in deep.json()["error"]
 
 
@@ -111,14 +115,16 @@ def test_unknown_fields_are_refused_on_write_and_admin_routes(
         def write(conn: object) -> list[str]:
             ids = [queue.enqueue(conn, "extract", payload={"session_key": f"s{i}"})[0] for i in range(n)]  # type: ignore[arg-type]
             conn.execute(  # type: ignore[attr-defined]
-                f"UPDATE memory_jobs SET status = 'dead' WHERE id IN ({','.join('?' * len(ids))})", ids)
+                f"UPDATE memory_jobs SET status = 'dead' WHERE id IN ({','.join('?' * len(ids))})", ids
+            )
             return ids
 
         return rt.db.write(write)
 
     def dead() -> int:
-        return int(rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memory_jobs WHERE status = 'dead'")
-                              .fetchone()[0]))
+        return int(
+            rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memory_jobs WHERE status = 'dead'").fetchone()[0])
+        )
 
     ids = dead_jobs(50)
     # A misspelled filter used to be ignored, and all 50 jobs came back instead of one.
@@ -127,10 +133,12 @@ def test_unknown_fields_are_refused_on_write_and_admin_routes(
     assert dead() == 50
     resp = local.post("/api/repair/requeue-dead", json={"job_id": ids[0]})
     assert resp.status_code == 200 and resp.json()["requeued"] == [ids[0]] and dead() == 49
-    for path, body in (("/api/memory/remember", {"content": "x", "projcet": "p"}),
-                       ("/api/memory/recall", {"query": "x", "limt": 3}),
-                       ("/api/memory/modify", {"patches": [{"id": "x", "content": "y", "imporance": 1}], "reason": "r"}),
-                       ("/api/auth/token", {"sub": "x", "role": "agent", "projct": "p"})):
+    for path, body in (
+        ("/api/memory/remember", {"content": "x", "projcet": "p"}),
+        ("/api/memory/recall", {"query": "x", "limt": 3}),
+        ("/api/memory/modify", {"patches": [{"id": "x", "content": "y", "imporance": 1}], "reason": "r"}),
+        ("/api/auth/token", {"sub": "x", "role": "agent", "projct": "p"}),
+    ):
         resp = local.post(path, json=body)
         assert resp.status_code in (400, 403, 422), (path, resp.status_code, resp.text)
         _json_error(resp)

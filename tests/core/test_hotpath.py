@@ -54,8 +54,7 @@ def _comparable(r: Any) -> tuple[int, Any, str | None]:
     return r.status_code, body, r.headers.get("content-type")
 
 
-def _same(c: Clients, content: bytes, headers: dict[str, str] | None = None,
-          path: str = "/api/memory/remember") -> Any:
+def _same(c: Clients, content: bytes, headers: dict[str, str] | None = None, path: str = "/api/memory/remember") -> Any:
     hot, route, _, _ = c
     a = hot.post(path, content=content, headers=headers or {})
     b = route.post(path, content=content, headers=headers or {})
@@ -69,8 +68,10 @@ CASES: list[tuple[bytes, dict[str, str]]] = [
     (b'{"content": "Alice prefers tabs over spaces"}', JSON),
     (b'{"content": "critical: never push to main"}', JSON),
     (b'{"content": "[deploy,ops]: the runbook lives in ops/", "tags": ["x"], "who": "bob", "project": "p1"}', JSON),
-    (b'{"content": "dated import", "created_at": "2024-03-01T10:00:00+01:00", "importance": 0.3, "type": "decision"}',
-     JSON),
+    (
+        b'{"content": "dated import", "created_at": "2024-03-01T10:00:00+01:00", "importance": 0.3, "type": "decision"}',
+        JSON,
+    ),
     (b'{"content": "no content type header"}', {}),  # the route does not parse it: 422 from both
     (b'{"content": "upper case type"}', {"content-type": "Application/JSON"}),
     (b'{"content": "vendor json type"}', {"content-type": "application/vnd.signet+json; charset=utf-8"}),
@@ -101,7 +102,7 @@ RECALLS: list[tuple[bytes, dict[str, str]]] = [
     (b'{"query": "main", "type": "fact", "importance_min": 0.5, "since": "2020-01-01T00:00:00Z"}', JSON),
     (b'{"query": "imports", "until": "2024-06-01T00:00:00+02:00", "alpha": 0, "min_score": 0}', JSON),
     (b'{"query": "agent", "agent_id": "helper"}', JSON),
-    (b'{"query": "\"NEAR(a b)\" OR *"}', JSON),
+    (b'{"query": ""NEAR(a b)" OR *"}', JSON),
     (b'{"query": ""}', JSON),
     (b'{"query": "x", "limit": 0}', JSON),
     (b'{"query": "x", "limit": 201}', JSON),
@@ -123,25 +124,51 @@ def test_hot_path_answers_as_the_route(clients: Clients) -> None:
     hot_rt, route_rt = clients[2], clients[3]
 
     def history(rt: Runtime) -> list[tuple[Any, ...]]:
-        rows = rt.db.read(lambda c: list(c.execute(
-            "SELECT m.content, m.agent_id, m.project, m.type, m.tags, m.importance, m.pinned, h.changed_by, h.reason,"
-            " h.metadata FROM memories m JOIN memory_history h ON h.memory_id = m.id ORDER BY m.seq")))
+        rows = rt.db.read(
+            lambda c: list(
+                c.execute(
+                    "SELECT m.content, m.agent_id, m.project, m.type, m.tags, m.importance, m.pinned, h.changed_by, h.reason,"
+                    " h.metadata FROM memories m JOIN memory_history h ON h.memory_id = m.id ORDER BY m.seq"
+                )
+            )
+        )
         return [tuple(r) for r in rows]
 
     stored = history(hot_rt)
     assert stored == history(route_rt)  # the same rows and audit trail, field by field
-    assert ("actor named", "default", None, "fact", "[]", 0.8, 0, "importer-7", "remember",
-            '{"source_type": null, "type": "fact"}') in stored
+    assert (
+        "actor named",
+        "default",
+        None,
+        "fact",
+        "[]",
+        0.8,
+        0,
+        "importer-7",
+        "remember",
+        '{"source_type": null, "type": "fact"}',
+    ) in stored
     assert any(r[0] == "agent named" and r[1] == "helper" for r in stored)
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(data=st.dictionaries(
-    st.sampled_from(["content", "type", "importance", "tags", "who", "project", "pinned", "created_at", "why", "x"]),
-    st.one_of(st.none(), st.booleans(), st.integers(-3, 3), st.floats(allow_nan=False), st.text(max_size=30),
-              st.lists(st.text(max_size=8), max_size=3), st.sampled_from(["fact", "decision", "2024-01-02"])),
-    max_size=5,
-))
+@given(
+    data=st.dictionaries(
+        st.sampled_from(
+            ["content", "type", "importance", "tags", "who", "project", "pinned", "created_at", "why", "x"]
+        ),
+        st.one_of(
+            st.none(),
+            st.booleans(),
+            st.integers(-3, 3),
+            st.floats(allow_nan=False),
+            st.text(max_size=30),
+            st.lists(st.text(max_size=8), max_size=3),
+            st.sampled_from(["fact", "decision", "2024-01-02"]),
+        ),
+        max_size=5,
+    )
+)
 def test_hot_path_matches_the_route_on_arbitrary_bodies(clients: Clients, data: dict[str, Any]) -> None:
     _same(clients, json.dumps(data).encode(), JSON)
 
@@ -169,8 +196,10 @@ def test_hot_path_serves_valid_requests_and_hands_the_rest_to_the_route(runtime:
 
     def call(body: bytes, path: str = "/api/memory/remember") -> tuple[int, bytes]:
         sent: list[dict[str, Any]] = []
-        chunks = [{"type": "http.request", "body": body[:3], "more_body": True},
-                  {"type": "http.request", "body": body[3:], "more_body": False}]
+        chunks = [
+            {"type": "http.request", "body": body[:3], "more_body": True},
+            {"type": "http.request", "body": body[3:], "more_body": False},
+        ]
 
         async def receive() -> dict[str, Any]:
             return chunks.pop(0)
@@ -178,8 +207,15 @@ def test_hot_path_serves_valid_requests_and_hands_the_rest_to_the_route(runtime:
         async def send(msg: dict[str, Any]) -> None:
             sent.append(msg)
 
-        scope = {"type": "http", "method": "POST", "path": path, "root_path": "", "app": App,
-                 "headers": [(b"content-type", b"application/json")], "state": {}}
+        scope = {
+            "type": "http",
+            "method": "POST",
+            "path": path,
+            "root_path": "",
+            "app": App,
+            "headers": [(b"content-type", b"application/json")],
+            "state": {},
+        }
         asyncio.run(hot(scope, receive, send))
         return sent[0]["status"], b"".join(m.get("body", b"") for m in sent[1:])
 

@@ -18,14 +18,22 @@ def test_a_fresh_home_holds_only_the_workspace(tmp_path: Path) -> None:
     home, port = tmp_path / "home", free_port()
     home.mkdir()
     ws = home / ".agents"
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("XDG_", "ORT_")) and k not in ("SIGNET_WORKSPACE", "HOME")}
-    env.update(HOME=str(home), SIGNET_PORT=str(port), SIGNET_HOST="127.0.0.1",
-               SIGNET_MODEL_CACHE=os.environ["SIGNET_MODEL_CACHE"])  # the session's model export, outside HOME
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("XDG_", "ORT_")) and k not in ("SIGNET_WORKSPACE", "HOME")
+    }
+    env.update(
+        HOME=str(home),
+        SIGNET_PORT=str(port),
+        SIGNET_HOST="127.0.0.1",
+        SIGNET_MODEL_CACHE=os.environ["SIGNET_MODEL_CACHE"],
+    )  # the session's model export, outside HOME
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                              env=env, timeout=300)
+        return subprocess.run(
+            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=300
+        )
 
     assert signet("setup", "-y", "--embedding", "local", "--llm", "none").returncode == 0
     started = signet("start", "--wait", "120")

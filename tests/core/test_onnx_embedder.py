@@ -91,8 +91,13 @@ def test_cached_load_does_not_import_torch(onnx_emb: LocalEmbedder, model_cache:
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]\n"
         "print(json.dumps({'backend': e.backend_in_use, 'heavy': heavy, 'v': v.tolist()}))\n"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120,
-                         env={**os.environ, "SIGNET_MODEL_CACHE": str(model_cache)})
+    out = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "SIGNET_MODEL_CACHE": str(model_cache)},
+    )
     assert out.returncode == 0, out.stderr
     got = json.loads(out.stdout.strip().splitlines()[-1])
     assert got["backend"] == "onnx" and got["heavy"] == []
@@ -115,9 +120,7 @@ def test_a_corrupt_cached_export_is_replaced(
     assert sorted(p.name for p in tmp_path.glob("*.onnx*")) == [path.name]  # no temp file left behind
 
 
-def test_an_export_that_stays_broken_is_not_retried_forever(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_an_export_that_stays_broken_is_not_retried_forever(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A second unloadable export is an error, not a loop (the exporter is replaced by one that writes junk)."""
     monkeypatch.setenv("SIGNET_MODEL_CACHE", str(tmp_path))
     calls: list[Path] = []
@@ -232,4 +235,5 @@ def test_only_exports_unused_for_a_month_are_removed(tmp_path: Path) -> None:
     onnx_model._mark_used(revived)  # created long ago, loaded today
     onnx_model._remove_stale(current)
     assert sorted(p.name for p in tmp_path.glob("*.onnx")) == sorted(
-        p.name for p in (current, recent, revived, other_model))
+        p.name for p in (current, recent, revived, other_model)
+    )

@@ -25,22 +25,32 @@ def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtim
     now = datetime.now(UTC).isoformat()
 
     def graph(conn: Any) -> None:
-        conn.execute("INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
-                     " VALUES ('e1', 'Zeta', 'zeta', 2, ?, ?)", (now, now))
-        conn.execute("INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
-                     " VALUES ('e2', 'Only', 'only', 1, ?, ?)", (now, now))
+        conn.execute(
+            "INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
+            " VALUES ('e1', 'Zeta', 'zeta', 2, ?, ?)",
+            (now, now),
+        )
+        conn.execute(
+            "INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
+            " VALUES ('e2', 'Only', 'only', 1, ?, ?)",
+            (now, now),
+        )
         for mid, eid in ((old, "e1"), (live, "e1"), (old, "e2")):
-            conn.execute("INSERT INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, ?, ?)",
-                         (mid, eid, now))
+            conn.execute(
+                "INSERT INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, ?, ?)", (mid, eid, now)
+            )
 
     runtime.db.write(graph)
     for mid in (old, fresh):
         assert api.delete(f"/api/memory/{mid}", params={"reason": "test"}).status_code == 200
     long_ago = (datetime.now(UTC) - timedelta(days=31)).isoformat()
     runtime.db.write(lambda c: c.execute("UPDATE memories SET deleted_at = ? WHERE id = ?", (long_ago, old)))
-    runtime.db.write(lambda c: c.execute(
-        "UPDATE memory_history SET created_at = ? WHERE memory_id = ? AND event = 'created'",
-        ((datetime.now(UTC) - timedelta(days=200)).isoformat(), live)))
+    runtime.db.write(
+        lambda c: c.execute(
+            "UPDATE memory_history SET created_at = ? WHERE memory_id = ? AND event = 'created'",
+            ((datetime.now(UTC) - timedelta(days=200)).isoformat(), live),
+        )
+    )
 
     report = api.post("/api/repair/retention-sweep").json()
     assert report["tombstones"] == 1 and report["graph_links"] == 2 and report["orphaned_entities"] == 1
@@ -50,9 +60,11 @@ def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtim
     assert api.post(f"/api/memory/{fresh}/recover", json={"reason": "keep"}).status_code == 200
 
     def check(conn: Any) -> tuple[Any, ...]:
-        return (conn.execute("SELECT mentions FROM entities WHERE id = 'e1'").fetchone()[0],
-                conn.execute("SELECT COUNT(*) FROM entities WHERE id = 'e2'").fetchone()[0],
-                conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0])
+        return (
+            conn.execute("SELECT mentions FROM entities WHERE id = 'e1'").fetchone()[0],
+            conn.execute("SELECT COUNT(*) FROM entities WHERE id = 'e2'").fetchone()[0],
+            conn.execute("SELECT COUNT(*) FROM embeddings").fetchone()[0],
+        )
 
     assert runtime.db.read(check) == (1, 0, 2)
     assert api.post("/api/repair/retention-sweep").json()["tombstones"] == 0
@@ -61,8 +73,12 @@ def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtim
 def test_fts_check_and_rebuild(api: TestClient, runtime: Runtime) -> None:
     api.post("/api/memory/remember", json={"content": "indexed text about otters"})
     assert api.post("/api/repair/check-fts").json()["consistent"] is True
-    runtime.db.write(lambda c: c.execute("INSERT INTO memories_fts(memories_fts, rowid, content) VALUES "
-                                         "('delete', (SELECT seq FROM memories LIMIT 1), 'indexed text about otters')"))
+    runtime.db.write(
+        lambda c: c.execute(
+            "INSERT INTO memories_fts(memories_fts, rowid, content) VALUES "
+            "('delete', (SELECT seq FROM memories LIMIT 1), 'indexed text about otters')"
+        )
+    )
     bad = api.post("/api/repair/check-fts").json()
     assert bad["consistent"] is False and bad["rebuilt"] is False
     fixed = api.post("/api/repair/check-fts", json={"repair": True}).json()
@@ -101,7 +117,12 @@ def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[.
 
             assert answer in await recalled()
             assert (await c.post("/api/repair/check-fts")).json() == {
-                "memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True, "rebuilt": False}
+                "memories": 2,
+                "indexed": 2,
+                "context_indexed": 2,
+                "consistent": True,
+                "rebuilt": False,
+            }
 
             rt.db.write(lambda conn: conn.execute("DELETE FROM memories_ctx_fts"))
             assert await recalled() == []
@@ -109,8 +130,7 @@ def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[.
             assert index["metrics"]["context_fts_rows"] == 0
             assert any("thread-context FTS index has 0 rows" in f for f in index["findings"]), index
             checked = (await c.post("/api/repair/check-fts")).json()
-            assert checked == {"memories": 2, "indexed": 2, "context_indexed": 0, "consistent": False,
-                               "rebuilt": False}
+            assert checked == {"memories": 2, "indexed": 2, "context_indexed": 0, "consistent": False, "rebuilt": False}
             assert await recalled() == []  # checking alone repairs nothing
 
             fixed = (await c.post("/api/repair/check-fts", json={"repair": True})).json()
@@ -138,7 +158,9 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
     async def scenario() -> None:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
             answer = await _remember_trip_thread(c)
-            seq = rt.db.read(lambda conn: conn.execute("SELECT seq FROM memories WHERE id = ?", (answer,)).fetchone()[0])
+            seq = rt.db.read(
+                lambda conn: conn.execute("SELECT seq FROM memories WHERE id = ?", (answer,)).fetchone()[0]
+            )
             context_before = rt.db.read(lambda conn: context.context_of(conn, seq))
             assert context_before and "road trip" in context_before
 
@@ -163,7 +185,9 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
             assert answer not in await recalled()
             assert (await c.post("/api/repair/check-fts")).json() == {**consistent, "rebuilt": False}
             assert (await c.post("/api/repair/check-fts", json={"repair": True})).json() == {
-                **consistent, "rebuilt": False}
+                **consistent,
+                "rebuilt": False,
+            }
             assert answer not in await recalled() and rt.db.read(segments) == 2
 
             forced = (await c.post("/api/repair/check-fts", json={"force": True})).json()
@@ -182,8 +206,9 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
         rt.stop()
 
 
-def test_sweep_trims_the_keyword_log_when_nothing_else_does(make_workspace: Callable[..., Workspace],
-                                                            monkeypatch: Any) -> None:
+def test_sweep_trims_the_keyword_log_when_nothing_else_does(
+    make_workspace: Callable[..., Workspace], monkeypatch: Any
+) -> None:
     """With the in-memory keyword index off nobody consumes the change log the context
     triggers write; the sweep keeps only its newest entries (the newest one always)."""
     from signet.memory import retention
@@ -193,9 +218,13 @@ def test_sweep_trims_the_keyword_log_when_nothing_else_does(make_workspace: Call
     try:
         assert rt.keywords is None
         for i in range(12):
-            rt.db.write(lambda c, i=i: c.execute(  # type: ignore[misc]
-                "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at)"
-                " VALUES (?, ?, ?, ?, 't', 't')", (f"m{i}", f"text {i}", f"text {i}", f"h{i}")))
+            rt.db.write(
+                lambda c, i=i: c.execute(  # type: ignore[misc]
+                    "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at)"
+                    " VALUES (?, ?, ?, ?, 't', 't')",
+                    (f"m{i}", f"text {i}", f"text {i}", f"h{i}"),
+                )
+            )
         assert rt.retention.sweep().keyword_log == 6
         first, last = rt.db.read(lambda c: c.execute("SELECT MIN(id), MAX(id) FROM keyword_changes").fetchone())
         assert (first, last) == (7, 12)

@@ -62,5 +62,10 @@ def test_no_server_errors(case: Any) -> None:
     case.validate_response(response, checks=CHECKS)
 
 
-CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-          response_headers_conformance]
+CHECKS = [
+    not_a_server_error,
+    status_code_conformance,
+    content_type_conformance,
+    response_schema_conformance,
+    response_headers_conformance,
+]

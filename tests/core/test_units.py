@@ -41,10 +41,17 @@ def test_prefixes() -> None:
     assert parse_content("not critical: here").pinned is False
 
 
-@pytest.mark.parametrize(("text", "kind"), [
-    ("User prefers tabs", "preference"), ("We agreed to use uv", "decision"), ("Always run tests", "rule"),
-    ("I learned that WAL helps", "learning"), ("There is a bug in login", "issue"), ("The sky is blue", "fact"),
-])
+@pytest.mark.parametrize(
+    ("text", "kind"),
+    [
+        ("User prefers tabs", "preference"),
+        ("We agreed to use uv", "decision"),
+        ("Always run tests", "rule"),
+        ("I learned that WAL helps", "learning"),
+        ("There is a bug in login", "issue"),
+        ("The sky is blue", "fact"),
+    ],
+)
 def test_type_inference(text: str, kind: str) -> None:
     assert infer_type(text) == kind
 

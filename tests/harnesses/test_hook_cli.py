@@ -40,8 +40,10 @@ def test_unknown_harness_gets_plain_text() -> None:
 
 def test_plain_text_stdin_is_the_prompt() -> None:
     harness = hook.load_harness("generic")
-    assert harness.parse("user-prompt-submit", hook.read_payload(io.StringIO("fix the build")))\
-        .body["prompt"] == "fix the build"
+    assert (
+        harness.parse("user-prompt-submit", hook.read_payload(io.StringIO("fix the build"))).body["prompt"]
+        == "fix the build"
+    )
 
 
 def test_long_session_keeps_the_whole_transcript_on_disk(workspace: Workspace, monkeypatch: pytest.MonkeyPatch) -> None:

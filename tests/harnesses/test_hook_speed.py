@@ -14,8 +14,24 @@ import pytest
 
 from signet.workspace import Workspace
 
-HEAVY = ("torch", "sentence_transformers", "numpy", "pydantic", "httpx", "typer", "fastapi", "uvicorn", "rich",
-         "transformers", "sqlite3", "pysqlite3", "signet.workspace", "signet.config", "signet.plugins", "pluggy")
+HEAVY = (
+    "torch",
+    "sentence_transformers",
+    "numpy",
+    "pydantic",
+    "httpx",
+    "typer",
+    "fastapi",
+    "uvicorn",
+    "rich",
+    "transformers",
+    "sqlite3",
+    "pysqlite3",
+    "signet.workspace",
+    "signet.config",
+    "signet.plugins",
+    "pluggy",
+)
 
 
 def signet_script() -> list[str]:
@@ -25,14 +41,20 @@ def signet_script() -> list[str]:
     return [sys.executable, "-c", "from signet.cli.entry import run; run()"]
 
 
-def run_hook(ws: Workspace, args: list[str], payload: dict[str, object], *, importtime: bool = False,
-             ) -> subprocess.CompletedProcess[str]:
+def run_hook(
+    ws: Workspace,
+    args: list[str],
+    payload: dict[str, object],
+    *,
+    importtime: bool = False,
+) -> subprocess.CompletedProcess[str]:
     cmd = signet_script()
     if importtime:
         cmd = [cmd[0], "-X", "importtime", *cmd[1:]]
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), "SIGNET_HOST": "127.0.0.1", "SIGNET_PORT": "9"}
-    return subprocess.run([*cmd, "hook", *args], input=json.dumps(payload), capture_output=True, text=True, env=env,
-                          timeout=30)
+    return subprocess.run(
+        [*cmd, "hook", *args], input=json.dumps(payload), capture_output=True, text=True, env=env, timeout=30
+    )
 
 
 def imported(stderr: str) -> set[str]:
@@ -46,10 +68,24 @@ def imported(stderr: str) -> set[str]:
 @pytest.mark.parametrize("event", ["session-start", "user-prompt-submit", "session-end", "pre-compaction"])
 def test_hook_never_imports_the_heavy_stack(workspace: Workspace, tmp_path: Path, event: str) -> None:
     transcript = tmp_path / "t.jsonl"
-    transcript.write_text(json.dumps({"type": "user", "sessionId": "s", "parentUuid": None, "timestamp":
-                                      "2025-01-01T00:00:00Z", "message": {"role": "user", "content": "hi"}}) + "\n")
-    res = run_hook(workspace, [event, "--harness", "claude-code"],
-                   {"session_id": "s", "prompt": "hello there", "transcript_path": str(transcript)}, importtime=True)
+    transcript.write_text(
+        json.dumps(
+            {
+                "type": "user",
+                "sessionId": "s",
+                "parentUuid": None,
+                "timestamp": "2025-01-01T00:00:00Z",
+                "message": {"role": "user", "content": "hi"},
+            }
+        )
+        + "\n"
+    )
+    res = run_hook(
+        workspace,
+        [event, "--harness", "claude-code"],
+        {"session_id": "s", "prompt": "hello there", "transcript_path": str(transcript)},
+        importtime=True,
+    )
     assert res.returncode == 0
     mods = imported(res.stderr)
     assert "signet.cli.hook" in mods

@@ -47,8 +47,9 @@ def test_session_start_has_identity_memories_and_stays_in_budget(api: TestClient
     # A long instruction file must be cut, not blow the budget.
     (runtime.workspace.root / "AGENTS.md").write_text("# Agent\n\n" + "Follow the house rules carefully. " * 800)
     for budget in (0, 20, 150, 400, 1000, 3000):
-        out = post(api, "session-start", harness="claude-code", session_id=f"b{budget}", project="shop",
-                   budget_tokens=budget)
+        out = post(
+            api, "session-start", harness="claude-code", session_id=f"b{budget}", project="shop", budget_tokens=budget
+        )
         assert out["tokens"] <= budget
         assert estimate_tokens(out["context"]) <= budget
         assert out["budget"] == budget
@@ -69,28 +70,46 @@ def test_session_start_skips_files_the_harness_loads_itself(api: TestClient) -> 
 
 def test_prompt_submit_injects_relevant_memory_once(api: TestClient, runtime: Runtime) -> None:
     ids = seed(api, runtime)
-    out = post(api, "user-prompt-submit", harness="codex", session_id="p1",
-               prompt="Should the new service use PostgreSQL or MySQL?")
+    out = post(
+        api,
+        "user-prompt-submit",
+        harness="codex",
+        session_id="p1",
+        prompt="Should the new service use PostgreSQL or MySQL?",
+    )
     assert out["outcome"] == "injected", out
     assert out["memories"][0]["id"] == ids[CORPUS[0]]
     assert "PostgreSQL" in out["context"] and out["tokens"] <= 300
     assert len(out["memories"]) <= 3
     # Asked again in the same session: already in context, not injected twice.
-    again = post(api, "user-prompt-submit", harness="codex", session_id="p1",
-                 prompt="Remind me: PostgreSQL or MySQL for the new service?")
+    again = post(
+        api,
+        "user-prompt-submit",
+        harness="codex",
+        session_id="p1",
+        prompt="Remind me: PostgreSQL or MySQL for the new service?",
+    )
     assert ids[CORPUS[0]] not in [m["id"] for m in again["memories"]]
     # Another session gets it again.
-    other = post(api, "user-prompt-submit", harness="codex", session_id="p2",
-                 prompt="Should the new service use PostgreSQL or MySQL?")
+    other = post(
+        api,
+        "user-prompt-submit",
+        harness="codex",
+        session_id="p2",
+        prompt="Should the new service use PostgreSQL or MySQL?",
+    )
     assert other["memories"][0]["id"] == ids[CORPUS[0]]
 
 
-@pytest.mark.parametrize("prompt", [
-    "Write a haiku about autumn leaves falling in the wind",
-    "How do I reverse a linked list in Rust?",
-    "ok",
-    "/clear",
-])
+@pytest.mark.parametrize(
+    "prompt",
+    [
+        "Write a haiku about autumn leaves falling in the wind",
+        "How do I reverse a linked list in Rust?",
+        "ok",
+        "/clear",
+    ],
+)
 def test_prompt_submit_injects_nothing_for_unrelated_prompts(api: TestClient, runtime: Runtime, prompt: str) -> None:
     seed(api, runtime)
     out = post(api, "user-prompt-submit", harness="claude-code", session_id="u", prompt=prompt)
@@ -100,31 +119,43 @@ def test_prompt_submit_injects_nothing_for_unrelated_prompts(api: TestClient, ru
 
 def test_prompt_submit_respects_a_tiny_budget(api: TestClient, runtime: Runtime) -> None:
     seed(api, runtime)
-    out = post(api, "user-prompt-submit", harness="claude-code", session_id="t",
-               prompt="Which database do we prefer, PostgreSQL or MySQL?", budget_tokens=30)
+    out = post(
+        api,
+        "user-prompt-submit",
+        harness="claude-code",
+        session_id="t",
+        prompt="Which database do we prefer, PostgreSQL or MySQL?",
+        budget_tokens=30,
+    )
     assert out["tokens"] <= 30
 
 
 TURNS = [
     {"role": "user", "content": "Let's move the billing service to PostgreSQL.", "timestamp": "2025-03-01T10:00:00Z"},
-    {"role": "assistant", "content": "Done: migrations are in db/migrate, tests pass.",
-     "timestamp": "2025-03-01T10:05:00Z"},
+    {
+        "role": "assistant",
+        "content": "Done: migrations are in db/migrate, tests pass.",
+        "timestamp": "2025-03-01T10:05:00Z",
+    },
     {"role": "user", "content": "Next time, start with the invoice exporter.", "timestamp": "2025-03-01T10:06:00Z"},
     {"role": "assistant", "content": "Noted: the invoice exporter is next.", "timestamp": "2025-03-01T10:07:00Z"},
 ]
 
 
 def test_session_end_keeps_transcript_handoff_and_queues_extraction(api: TestClient, runtime: Runtime) -> None:
-    out = post(api, "session-end", harness="claude-code", session_id="s-1", project="billing", turns=TURNS,
-               reason="exit")
+    out = post(
+        api, "session-end", harness="claude-code", session_id="s-1", project="billing", turns=TURNS, reason="exit"
+    )
     assert out["turns"] == 4 and out["session_key"] == "claude-code:s-1"
     lines = (runtime.workspace.root / "memory" / "claude-code" / "transcripts" / "s-1.jsonl").read_text().splitlines()
     assert len(lines) == 4 and "2025-03-01T10:00:00" in lines[0]
 
     def read(conn: Any) -> tuple[Any, ...]:
         return (
-            conn.execute("SELECT role, content, created_at FROM transcript_turns WHERE session_key = 'claude-code:s-1'"
-                         " ORDER BY turn_index").fetchall(),
+            conn.execute(
+                "SELECT role, content, created_at FROM transcript_turns WHERE session_key = 'claude-code:s-1'"
+                " ORDER BY turn_index"
+            ).fetchall(),
             conn.execute("SELECT * FROM session_transcripts WHERE session_key = 'claude-code:s-1'").fetchone(),
             conn.execute("SELECT * FROM conversations WHERE id = 'claude-code:s-1'").fetchone(),
             conn.execute("SELECT job_type, status, payload FROM memory_jobs").fetchall(),
@@ -156,18 +187,33 @@ def test_queued_extractions_get_the_configured_max_attempts(make_workspace: Call
 
     async def queue_the_others() -> None:
         async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app), base_url="http://127.0.0.1:3850") as c:
-            end = await c.post("/api/hooks/session-end", json={
-                "harness": "claude-code", "session_id": "s-7", "project": "billing", "turns": TURNS})
+            end = await c.post(
+                "/api/hooks/session-end",
+                json={"harness": "claude-code", "session_id": "s-7", "project": "billing", "turns": TURNS},
+            )
             assert end.status_code == 200 and end.json()["job_id"], end.text
-            ingested = await c.post("/api/ingest/transcript", json={
-                "path": "/x/chat.jsonl", "content_hash": "b" * 64, "adapter": "jsonl", "session_id": "i-1",
-                "turns": [{"role": "user", "content": "invoices go out on the 1st"}]})
+            ingested = await c.post(
+                "/api/ingest/transcript",
+                json={
+                    "path": "/x/chat.jsonl",
+                    "content_hash": "b" * 64,
+                    "adapter": "jsonl",
+                    "session_id": "i-1",
+                    "turns": [{"role": "user", "content": "invoices go out on the 1st"}],
+                },
+            )
             assert ingested.status_code == 200 and ingested.json()["job_id"], ingested.text
 
     try:
         asyncio.run(queue_the_others())
-        jobs = rt.db.read(lambda conn: sorted(tuple(r) for r in conn.execute(
-            "SELECT json_extract(payload, '$.source'), max_attempts FROM memory_jobs WHERE job_type = 'extract'")))
+        jobs = rt.db.read(
+            lambda conn: sorted(
+                tuple(r)
+                for r in conn.execute(
+                    "SELECT json_extract(payload, '$.source'), max_attempts FROM memory_jobs WHERE job_type = 'extract'"
+                )
+            )
+        )
         assert jobs == [("ingest", 7), ("ingest", 7), ("session_transcript", 7)]
     finally:
         rt.stop()
@@ -179,8 +225,14 @@ def test_session_end_without_turns_stores_nothing(api: TestClient, runtime: Runt
 
 
 def test_remember_recall_and_compaction(api: TestClient, runtime: Runtime) -> None:
-    saved = post(api, "remember", harness="opencode", content="The release branch is cut on Mondays.",
-                 project="rel", tags=["process"])
+    saved = post(
+        api,
+        "remember",
+        harness="opencode",
+        content="The release branch is cut on Mondays.",
+        project="rel",
+        tags=["process"],
+    )
     assert saved["deduped"] is False
     runtime.embeddings.wait_idle(60)
     found = post(api, "recall", harness="opencode", query="when is the release branch cut?")
@@ -189,25 +241,34 @@ def test_remember_recall_and_compaction(api: TestClient, runtime: Runtime) -> No
     assert got["who"] == "opencode" and got["source_type"] == "hook"
     pre = post(api, "pre-compaction", harness="claude-code", trigger="auto", custom_instructions="keep the TODOs")
     assert "decisions" in pre["instructions"] and "keep the TODOs" in pre["instructions"]
-    done = post(api, "compaction-complete", harness="claude-code", session_id="c1", project="rel",
-                summary="We fixed the flaky login test and planned the cache rewrite.")
+    done = post(
+        api,
+        "compaction-complete",
+        harness="claude-code",
+        session_id="c1",
+        project="rel",
+        summary="We fixed the flaky login test and planned the cache rewrite.",
+    )
     mem = api.get(f"/api/memory/{done['memory_id']}").json()
     assert "flaky login test" in mem["content"] and "compaction" in mem["tags"]
     nxt = post(api, "session-start", harness="claude-code", session_id="c2", project="rel")
     assert "cache rewrite" in nxt["context"]
 
 
-@pytest.mark.parametrize(("event", "body"), [
-    ("session-start", {"budget_tokens": -5}),
-    ("session-start", {"skip_files": ["../etc/passwd"]}),
-    ("session-start", {"surprise": 1}),
-    ("user-prompt-submit", {}),
-    ("session-end", {"turns": []}),
-    ("session-end", {"session_id": "x", "turns": [{"role": "tool", "content": "ls"}]}),
-    ("remember", {"content": "   "}),
-    ("recall", {"query": ""}),
-    ("compaction-complete", {}),
-])
+@pytest.mark.parametrize(
+    ("event", "body"),
+    [
+        ("session-start", {"budget_tokens": -5}),
+        ("session-start", {"skip_files": ["../etc/passwd"]}),
+        ("session-start", {"surprise": 1}),
+        ("user-prompt-submit", {}),
+        ("session-end", {"turns": []}),
+        ("session-end", {"session_id": "x", "turns": [{"role": "tool", "content": "ls"}]}),
+        ("remember", {"content": "   "}),
+        ("recall", {"query": ""}),
+        ("compaction-complete", {}),
+    ],
+)
 def test_bad_input_is_a_clear_4xx(api: TestClient, event: str, body: dict[str, Any]) -> None:
     r = api.post(f"/api/hooks/{event}", json=body)
     assert r.status_code in (400, 422), r.text
@@ -217,7 +278,6 @@ def test_bad_input_is_a_clear_4xx(api: TestClient, event: str, body: dict[str, A
 def test_a_configured_summarizer_replaces_the_fallback_handoff(api: TestClient, runtime: Runtime) -> None:
     import time
 
-
     svc = runtime.hooks
     svc.summarizer = lambda turns: f"Summary of {len(turns)} turns: billing moved to PostgreSQL; exporter next."
     try:
@@ -225,12 +285,18 @@ def test_a_configured_summarizer_replaces_the_fallback_handoff(api: TestClient, 
         deadline = time.monotonic() + 10
         row = None
         while time.monotonic() < deadline:
-            row = runtime.db.read(lambda c: c.execute(
-                "SELECT kind, content FROM session_handoffs WHERE session_key = 'claude-code:sum-1'").fetchone())
+            row = runtime.db.read(
+                lambda c: c.execute(
+                    "SELECT kind, content FROM session_handoffs WHERE session_key = 'claude-code:sum-1'"
+                ).fetchone()
+            )
             if row is not None and row[0] == "summary":
                 break
             time.sleep(0.05)
-        assert row is not None and tuple(row) == ("summary", "Summary of 4 turns: billing moved to PostgreSQL; exporter next.")
+        assert row is not None and tuple(row) == (
+            "summary",
+            "Summary of 4 turns: billing moved to PostgreSQL; exporter next.",
+        )
         nxt = post(api, "session-start", harness="claude-code", session_id="sum-2", project="ledger")
         assert "Summary of 4 turns" in nxt["context"]
     finally:

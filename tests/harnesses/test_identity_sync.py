@@ -140,8 +140,10 @@ def test_harnesses_endpoints(quick_api: TestClient, tmp_path: Path) -> None:
     out = quick_api.post("/api/harnesses/regenerate").json()
     assert out["errors"] == {} and out["regenerated"][0]["action"] == "updated"
     assert "# New instructions" in (home / ".codex" / "AGENTS.md").read_text()
-    assert quick_api.post("/api/harnesses/regenerate", json={"harnesses": ["codex"]}).json()["regenerated"][0][
-        "action"] == "unchanged"
+    assert (
+        quick_api.post("/api/harnesses/regenerate", json={"harnesses": ["codex"]}).json()["regenerated"][0]["action"]
+        == "unchanged"
+    )
     bad = quick_api.post("/api/harnesses/regenerate", json={"harnesses": ["emacs"]})
     assert bad.status_code == 400 and "unknown harness" in bad.json()["error"]
 
@@ -150,8 +152,13 @@ def test_identity_and_config_endpoints(quick_api: TestClient) -> None:
     rt: Runtime = quick_api.app.state.runtime  # type: ignore[attr-defined]
     ident = quick_api.get("/api/identity").json()
     assert ident["name"] == "test-agent" and ident["fields"]["name"] == "test-agent"
-    assert [f["name"] for f in ident["files"] if f["exists"]] == ["AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md",
-                                                                 "MEMORY.md"]
+    assert [f["name"] for f in ident["files"] if f["exists"]] == [
+        "AGENTS.md",
+        "SOUL.md",
+        "IDENTITY.md",
+        "USER.md",
+        "MEMORY.md",
+    ]
     files = {f["name"]: f for f in quick_api.get("/api/config").json()["files"]}
     assert {"agent.yaml", "AGENTS.md", "USER.md"} <= set(files)
     saved = quick_api.post("/api/config", json={"file": "USER.md", "content": "# User\n\n- name: Ada\n"})
@@ -170,5 +177,7 @@ def test_identity_and_config_endpoints(quick_api: TestClient) -> None:
         assert r.status_code == status, (body, r.text)
         assert "error" in r.json()
     assert (rt.workspace.root / "agent.yaml").read_text() == before
-    ok = quick_api.post("/api/config", json={"file": "agent.yaml", "content": before + "\nhooks:\n  prompt_max_memories: 2\n"})
+    ok = quick_api.post(
+        "/api/config", json={"file": "agent.yaml", "content": before + "\nhooks:\n  prompt_max_memories: 2\n"}
+    )
     assert ok.status_code == 200 and ok.json()["restart_required"] is True

@@ -17,25 +17,38 @@ from signet.workspace import Workspace
 
 # What a user already has before installing Signet (hooks, servers, rules of their own).
 USER_FILES = {
-    ".claude/settings.json": json.dumps({
-        "model": "sonnet",
-        "permissions": {"allow": ["Bash(npm test:*)"]},
-        "hooks": {
-            "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
-            "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}],
+    ".claude/settings.json": json.dumps(
+        {
+            "model": "sonnet",
+            "permissions": {"allow": ["Bash(npm test:*)"]},
+            "hooks": {
+                "PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "~/bin/guard.sh"}]}],
+                "SessionStart": [{"matcher": "startup", "hooks": [{"type": "command", "command": "echo hello"}]}],
+            },
         },
-    }, indent=4) + "\n",
+        indent=4,
+    )
+    + "\n",
     ".claude.json": json.dumps({"numStartups": 12, "mcpServers": {"github": {"command": "gh-mcp"}}}),
     ".claude/CLAUDE.md": "# My global rules\n\n- Use British spelling.\n",
     ".codex/config.toml": 'model = "o3"\napproval_policy = "on-request"\n\n[mcp_servers.docs]\ncommand = "docs-mcp"\n'
-                          'args = ["--port", "9"]\n',
+    'args = ["--port", "9"]\n',
     ".codex/hooks.json": json.dumps({"hooks": {"Stop": [{"hooks": [{"type": "command", "command": "notify"}]}]}}),
     ".codex/AGENTS.md": "Codex: keep diffs small.",
-    ".config/opencode/opencode.json": json.dumps({"$schema": "https://opencode.ai/config.json", "theme": "tokyonight",
-                                                  "mcp": {"jira": {"type": "remote", "url": "https://j"}}}, indent=2),
-    ".openclaw/openclaw.json": json.dumps({"agents": {"defaults": {"model": "x"}},
-                                           "hooks": {"internal": {"enabled": True,
-                                                                  "entries": {"session-memory": {"enabled": True}}}}}),
+    ".config/opencode/opencode.json": json.dumps(
+        {
+            "$schema": "https://opencode.ai/config.json",
+            "theme": "tokyonight",
+            "mcp": {"jira": {"type": "remote", "url": "https://j"}},
+        },
+        indent=2,
+    ),
+    ".openclaw/openclaw.json": json.dumps(
+        {
+            "agents": {"defaults": {"model": "x"}},
+            "hooks": {"internal": {"enabled": True, "entries": {"session-memory": {"enabled": True}}}},
+        }
+    ),
     ".openclaw/workspace/AGENTS.md": "# OpenClaw agent\n",
     ".cursor/mcp.json": json.dumps({"mcpServers": {"pg": {"command": "pg-mcp"}}}),
     ".codeium/windsurf/memories/global_rules.md": "Always answer in English.\n",
@@ -109,8 +122,10 @@ def test_all_harnesses_together_and_their_content(workspace: Workspace, home: Pa
     assert oc["theme"] == "tokyonight" and oc["mcp"]["jira"]["type"] == "remote"
     assert oc["mcp"]["signet"]["type"] == "local" and oc["mcp"]["signet"]["command"][-1] == "mcp"
     claw = json.loads((home / ".openclaw/openclaw.json").read_text())
-    assert claw["hooks"]["internal"]["entries"] == {"session-memory": {"enabled": True},
-                                                    "signet-memory": {"enabled": True}}
+    assert claw["hooks"]["internal"]["entries"] == {
+        "session-memory": {"enabled": True},
+        "signet-memory": {"enabled": True},
+    }
     assert (home / ".openclaw/hooks/signet-memory/HOOK.md").read_text().startswith("---\nname: signet-memory")
     rule = (home / ".cursor/rules/signet.mdc").read_text()
     assert rule.startswith("---\ndescription:") and "alwaysApply: true" in rule
@@ -148,8 +163,9 @@ def test_plugin_and_hook_handler_are_valid_javascript(workspace: Workspace, tmp_
 
 def run_cli(*args: str, home: Path, ws: Workspace) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "SIGNET_WORKSPACE": str(ws.root)}
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+    )
 
 
 def test_cli_install_uninstall_status_and_errors(workspace: Workspace, home: Path) -> None:

@@ -57,7 +57,8 @@ def test_json_install_keeps_user_entries_and_uninstall_restores_bytes(tmp_path: 
     obj = json.loads(p.read_text())
     assert obj["model"] == "opus" and obj["mcpServers"]["other"] == {"command": "x"}
     assert [g["hooks"][0]["command"] for g in obj["hooks"]["SessionStart"]] == [
-        "echo mine", "/bin/signet hook session-start --harness claude-code"
+        "echo mine",
+        "/bin/signet hook session-start --harness claude-code",
     ]
     # Installing again changes nothing.
     before = p.read_bytes()
@@ -124,8 +125,15 @@ def test_markdown_block_appends_replaces_and_removes(tmp_path: Path) -> None:
 def test_toml_block_is_validated(tmp_path: Path) -> None:
     p = tmp_path / "config.toml"
     p.write_text('model = "o3"\n[mcp_servers.signet]\ncommand = "theirs"\n')
-    edit = BlockEdit(p, "toml", "t", begin="# >>> s >>>", end="# <<< s <<<",
-                     body='[mcp_servers.signet]\ncommand = "signet"', validate=toml_validator)
+    edit = BlockEdit(
+        p,
+        "toml",
+        "t",
+        begin="# >>> s >>>",
+        end="# <<< s <<<",
+        body='[mcp_servers.signet]\ncommand = "signet"',
+        validate=toml_validator,
+    )
     with pytest.raises(HarnessConfigError, match="not valid TOML"):
         roundtrip([edit])
     p.write_text('model = "o3\n')
@@ -160,9 +168,14 @@ json_values = st.recursive(
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(obj=st.dictionaries(st.sampled_from(["model", "env", "permissions", "x", "mcpServers", "hooks"]) | st.text(max_size=5),
-                           json_values, max_size=5),
-       indent=st.sampled_from([None, 2, 4]))
+@given(
+    obj=st.dictionaries(
+        st.sampled_from(["model", "env", "permissions", "x", "mcpServers", "hooks"]) | st.text(max_size=5),
+        json_values,
+        max_size=5,
+    ),
+    indent=st.sampled_from([None, 2, 4]),
+)
 def test_any_json_object_round_trips_byte_for_byte(tmp_path: Path, obj: dict[str, Any], indent: int | None) -> None:
     p = tmp_path / "settings.json"
     original = json.dumps(obj, indent=indent).encode()

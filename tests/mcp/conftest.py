@@ -29,11 +29,17 @@ def quiet_workspace(root: Path, embedding: str = "none") -> Workspace:
 def stdio_params(ws: Workspace, port: int, *args: str, **env: str) -> StdioServerParameters:
     """``signet mcp`` as a harness config runs it: the console entry point, daemon from the env."""
     return StdioServerParameters(
-        command=sys.executable, args=["-c", "from signet.cli.entry import run; run()", "mcp", *args],
-        env={"SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1",
-             "PATH": os.environ.get("PATH", ""),
-             # a daemon it starts keeps the session's model cache (tests/conftest.py), not the real home's
-             "SIGNET_MODEL_CACHE": os.environ["SIGNET_MODEL_CACHE"], **env},
+        command=sys.executable,
+        args=["-c", "from signet.cli.entry import run; run()", "mcp", *args],
+        env={
+            "SIGNET_WORKSPACE": str(ws.root),
+            "SIGNET_PORT": str(port),
+            "SIGNET_HOST": "127.0.0.1",
+            "PATH": os.environ.get("PATH", ""),
+            # a daemon it starts keeps the session's model cache (tests/conftest.py), not the real home's
+            "SIGNET_MODEL_CACHE": os.environ["SIGNET_MODEL_CACHE"],
+            **env,
+        },
     )
 
 

@@ -20,8 +20,9 @@ from tests.mcp.conftest import quiet_workspace, run, stdio_params
 @pytest.fixture(scope="module")
 def roster_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     ws = quiet_workspace(tmp_path_factory.mktemp("mcp-agents") / "ws")
-    write_config(ws, agents={"roster": [{"name": "alice", "readPolicy": "isolated"},
-                                        {"name": "bob", "readPolicy": "isolated"}]})
+    write_config(
+        ws, agents={"roster": [{"name": "alice", "readPolicy": "isolated"}, {"name": "bob", "readPolicy": "isolated"}]}
+    )
     d = launch_daemon(ws)
     yield d
     d.stop()
@@ -50,9 +51,12 @@ def test_stdio_agent_option_and_env(roster_daemon: DaemonProcess) -> None:
             listed = await c.call_tool("memory_list", {})
             assert found.structured_content is not None and listed.structured_content is not None
             other = await c.call_tool("memory_get", {"id": "placeholder"})
-            return (str(stored.structured_content["id"]),
-                    [h["id"] for h in found.structured_content["results"]],
-                    [m["id"] for m in listed.structured_content["items"]], other.is_error)
+            return (
+                str(stored.structured_content["id"]),
+                [h["id"] for h in found.structured_content["results"]],
+                [m["id"] for m in listed.structured_content["items"]],
+                other.is_error,
+            )
 
     alice_id, alice_found, alice_listed, _ = run(session(as_alice, "The staging cluster for alice runs on Hetzner"))
     bob_id, bob_found, bob_listed, _ = run(session(as_bob, "The staging cluster for bob runs on OVH"))
@@ -68,15 +72,22 @@ def test_stdio_agent_option_and_env(roster_daemon: DaemonProcess) -> None:
     run(read_other())
 
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "MCP-Protocol-Version": "2025-06-18"}
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-06-18",
+}
 
 
 def call(d: DaemonProcess, tool: str, arguments: dict[str, Any], agent: str | None) -> dict[str, Any]:
     """One ``tools/call`` on ``/mcp`` as a plain JSON-RPC POST, naming ``agent`` by header."""
     headers = {**HEADERS, **({"X-Signet-Agent": agent} if agent else {})}
-    r = httpx.post(f"{d.url}/mcp", headers=headers, timeout=30, json={
-        "jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}})
+    r = httpx.post(
+        f"{d.url}/mcp",
+        headers=headers,
+        timeout=30,
+        json={"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": arguments}},
+    )
     assert r.status_code == 200, r.text
     result: dict[str, Any] = r.json()["result"]
     assert not result.get("isError"), result
@@ -100,6 +111,12 @@ def test_http_endpoint_forwards_the_callers_agent_header(roster_daemon: DaemonPr
 
 
 def test_agent_name_is_checked_at_start() -> None:
-    out = subprocess.run([sys.executable, "-m", "signet.cli.main", "mcp", "--agent", "not a name"],
-                         capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL, check=False)
+    out = subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", "mcp", "--agent", "not a name"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        stdin=subprocess.DEVNULL,
+        check=False,
+    )
     assert out.returncode == 2 and "--agent" in out.stderr, out.stderr

@@ -15,8 +15,17 @@ from signet.models import MemoryPatchFields, RecallRequest, RememberRequest
 from tests.conftest import DaemonProcess
 from tests.mcp.conftest import run
 
-TOOLS = {"memory_search", "memory_store", "memory_get", "memory_list", "memory_modify", "memory_forget",
-         "memory_recover", "memory_history", "memory_feedback"}
+TOOLS = {
+    "memory_search",
+    "memory_store",
+    "memory_get",
+    "memory_list",
+    "memory_modify",
+    "memory_forget",
+    "memory_recover",
+    "memory_history",
+    "memory_feedback",
+}
 
 
 async def ok(c: Client, name: str, **args: Any) -> dict[str, Any]:
@@ -42,8 +51,16 @@ def test_tools_schemas_and_resources(target: Any, mcp_daemon: DaemonProcess) -> 
             tools = {t.name: t for t in (await c.list_tools()).tools}
             assert set(tools) == TOOLS
             search = tools["memory_search"].input_schema
-            assert set(search["properties"]) == {"query", "limit", "type", "tags", "project", "min_score",
-                                                 "since", "until"}
+            assert set(search["properties"]) == {
+                "query",
+                "limit",
+                "type",
+                "tags",
+                "project",
+                "min_score",
+                "since",
+                "until",
+            }
             assert search["required"] == ["query"]
             # derived from the HTTP API's model: same constraints, same descriptions
             api = RecallRequest.model_json_schema()["properties"]
@@ -70,8 +87,9 @@ def test_tools_schemas_and_resources(target: Any, mcp_daemon: DaemonProcess) -> 
             assert tools["memory_forget"].annotations.destructive_hint is True  # type: ignore[union-attr]
 
             uris = {str(r.uri) for r in (await c.list_resources()).resources}
-            assert uris == {f"signet://identity/{n}" for n in ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md",
-                                                             "MEMORY.md")}
+            assert uris == {
+                f"signet://identity/{n}" for n in ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "MEMORY.md")
+            }
             agents = await c.read_resource("signet://identity/AGENTS.md")
             text = agents.contents[0].text  # type: ignore[union-attr]
             assert text == (mcp_daemon.workspace.root / "AGENTS.md").read_text(encoding="utf-8")
@@ -84,8 +102,14 @@ def test_every_tool_and_errors_keep_the_server_serving(target: Any, mcp_daemon: 
 
     async def scenario() -> None:
         async with Client(target) as c:
-            stored = await ok(c, "memory_store", content=f"The {tag} deploy script lives in ops/deploy.sh",
-                              tags=[tag], project="web", importance=0.6)
+            stored = await ok(
+                c,
+                "memory_store",
+                content=f"The {tag} deploy script lives in ops/deploy.sh",
+                tags=[tag],
+                project="web",
+                importance=0.6,
+            )
             mid = stored["id"]
             assert stored["deduped"] is False and stored["tags"] == [tag]
 
@@ -98,15 +122,23 @@ def test_every_tool_and_errors_keep_the_server_serving(target: Any, mcp_daemon: 
             listed = await ok(c, "memory_list", tags=[tag])
             assert [m["id"] for m in listed["items"]] == [mid] and listed["total"] == 1
 
-            changed = await ok(c, "memory_modify", id=mid, reason="the script moved", if_version=1,
-                               fields={"content": f"The {tag} deploy script lives in ops/ship.sh", "importance": 0.9})
+            changed = await ok(
+                c,
+                "memory_modify",
+                id=mid,
+                reason="the script moved",
+                if_version=1,
+                fields={"content": f"The {tag} deploy script lives in ops/ship.sh", "importance": 0.9},
+            )
             assert changed["status"] == "updated" and changed["newVersion"] == 2
-            assert "[version_conflict]" in await fails(c, "memory_modify", id=mid, reason="stale", if_version=1,
-                                                       fields={"pinned": True})
+            assert "[version_conflict]" in await fails(
+                c, "memory_modify", id=mid, reason="stale", if_version=1, fields={"pinned": True}
+            )
 
             # bad arguments: tool errors, and the server keeps answering
             assert await fails(c, "memory_search", query="x", limit=0) == (
-                "memory_search: invalid request: limit: Input should be greater than or equal to 1 [invalid_request]")
+                "memory_search: invalid request: limit: Input should be greater than or equal to 1 [invalid_request]"
+            )
             assert "content" in await fails(c, "memory_store", content="   ")
             assert "colour" in await fails(c, "memory_modify", id=mid, reason="r", fields={"colour": "red"})
             assert "nothing to change" in await fails(c, "memory_modify", id=mid, reason="r", fields={})
@@ -129,30 +161,42 @@ def test_every_tool_and_errors_keep_the_server_serving(target: Any, mcp_daemon: 
             assert {e["changed_by"] for e in events[1:]} == {"mcp"}
 
             # batch forget: preview first, then exactly the previewed set with its token
-            batch = [(await ok(c, "memory_store", content=f"{tag} batch item {i}", tags=[f"{tag}-b"]))["id"]
-                     for i in range(3)]
+            batch = [
+                (await ok(c, "memory_store", content=f"{tag} batch item {i}", tags=[f"{tag}-b"]))["id"]
+                for i in range(3)
+            ]
             preview = await ok(c, "memory_forget", tags=[f"{tag}-b"])
             assert preview["mode"] == "preview" and sorted(x["id"] for x in preview["candidates"]) == sorted(batch)
             assert (await ok(c, "memory_list", tags=[f"{tag}-b"]))["total"] == 3  # a preview deletes nothing
-            assert "reason" in await fails(c, "memory_forget", tags=[f"{tag}-b"],
-                                           confirm_token=preview["confirm_token"])
+            assert "reason" in await fails(
+                c, "memory_forget", tags=[f"{tag}-b"], confirm_token=preview["confirm_token"]
+            )
             late = (await ok(c, "memory_store", content=f"{tag} batch item late", tags=[f"{tag}-b"]))["id"]
-            assert "[confirm_token_mismatch]" in await fails(c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup",
-                                                             confirm_token=preview["confirm_token"])
+            assert "[confirm_token_mismatch]" in await fails(
+                c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup", confirm_token=preview["confirm_token"]
+            )
             await ok(c, "memory_forget", id=late, reason="not part of the preview")
-            done = await ok(c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup",
-                            confirm_token=preview["confirm_token"])
+            done = await ok(
+                c, "memory_forget", tags=[f"{tag}-b"], reason="cleanup", confirm_token=preview["confirm_token"]
+            )
             assert sorted(done["deleted"]) == sorted(batch)
 
-            rated = await ok(c, "memory_feedback", session_id=f"s-{tag}", ratings=[
-                {"memory_id": mid, "feedback": "positive"},
-                {"memory_id": mid, "feedback": "correction", "correction": "it is ops/ship.sh since May"},
-            ])
+            rated = await ok(
+                c,
+                "memory_feedback",
+                session_id=f"s-{tag}",
+                ratings=[
+                    {"memory_id": mid, "feedback": "positive"},
+                    {"memory_id": mid, "feedback": "correction", "correction": "it is ops/ship.sh since May"},
+                ],
+            )
             assert rated["recorded"] == 2 and {i["actor"] for i in rated["items"]} == {"mcp"}
-            assert "[not_found]" in await fails(c, "memory_feedback", session_id="s",
-                                                ratings=[{"memory_id": "nope", "feedback": "negative"}])
-            assert "correction" in await fails(c, "memory_feedback", session_id="s",
-                                               ratings=[{"memory_id": mid, "feedback": "correction"}])
+            assert "[not_found]" in await fails(
+                c, "memory_feedback", session_id="s", ratings=[{"memory_id": "nope", "feedback": "negative"}]
+            )
+            assert "correction" in await fails(
+                c, "memory_feedback", session_id="s", ratings=[{"memory_id": mid, "feedback": "correction"}]
+            )
 
     run(scenario())
     stored = httpx.get(f"{mcp_daemon.url}/api/feedback", params={"session_id": f"s-{tag}"}).json()

@@ -62,8 +62,9 @@ def test_stdio_starts_the_daemon_when_asked(tmp_path: Path) -> None:
         assert health["status"] == "ok"
         assert ws.pid_path.exists()
     finally:
-        subprocess.run([sys.executable, "-m", "signet.cli.main", "stop"], env=env, check=False,
-                       capture_output=True, timeout=30)
+        subprocess.run(
+            [sys.executable, "-m", "signet.cli.main", "stop"], env=env, check=False, capture_output=True, timeout=30
+        )
     assert not ws.pid_path.exists()
 
 
@@ -71,21 +72,31 @@ def _rpc(method: str, params: dict[str, object] | None = None, id_: int = 1) -> 
     return {"jsonrpc": "2.0", "id": id_, "method": method, "params": params or {}}
 
 
-HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json",
-           "MCP-Protocol-Version": "2025-06-18"}
+HEADERS = {
+    "Accept": "application/json, text/event-stream",
+    "Content-Type": "application/json",
+    "MCP-Protocol-Version": "2025-06-18",
+}
 
 
 def test_http_endpoint_speaks_plain_json_rpc(mcp_daemon: DaemonProcess) -> None:
     url = f"{mcp_daemon.url}/mcp"
-    init = httpx.post(url, headers=HEADERS, json=_rpc("initialize", {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}}))
+    init = httpx.post(
+        url,
+        headers=HEADERS,
+        json=_rpc(
+            "initialize",
+            {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "curl", "version": "1"}},
+        ),
+    )
     assert init.status_code == 200, init.text
     assert init.json()["result"]["serverInfo"]["name"] == "signet"
     listed = httpx.post(url, headers=HEADERS, json=_rpc("tools/list", id_=2))
     assert listed.status_code == 200, listed.text
     assert len(listed.json()["result"]["tools"]) == 9
-    called = httpx.post(url, headers=HEADERS, json=_rpc("tools/call", {
-        "name": "memory_get", "arguments": {"id": "missing"}}, id_=3))
+    called = httpx.post(
+        url, headers=HEADERS, json=_rpc("tools/call", {"name": "memory_get", "arguments": {"id": "missing"}}, id_=3)
+    )
     result = called.json()["result"]
     assert result["isError"] is True and "[not_found]" in result["content"][0]["text"]
 
@@ -105,15 +116,27 @@ def test_the_entry_signet_install_writes_runs_the_server(tmp_path: Path, mcp_dae
     """`signet install claude-code` writes an MCP entry; running exactly that entry serves the tools."""
     home = tmp_path / "home"
     home.mkdir()
-    env = {**os.environ, "HOME": str(home), "SIGNET_WORKSPACE": str(mcp_daemon.workspace.root),
-           "SIGNET_PORT": str(mcp_daemon.port), "SIGNET_HOST": "127.0.0.1"}
-    subprocess.run([sys.executable, "-m", "signet.cli.main", "install", "claude-code"], env=env, check=True,
-                   capture_output=True, timeout=60)
+    env = {
+        **os.environ,
+        "HOME": str(home),
+        "SIGNET_WORKSPACE": str(mcp_daemon.workspace.root),
+        "SIGNET_PORT": str(mcp_daemon.port),
+        "SIGNET_HOST": "127.0.0.1",
+    }
+    subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", "install", "claude-code"],
+        env=env,
+        check=True,
+        capture_output=True,
+        timeout=60,
+    )
     entry = json.loads((home / ".claude.json").read_text())["mcpServers"]["signet"]
     assert entry["type"] == "stdio" and entry["args"][-1] == "mcp"
-    params = StdioServerParameters(command=entry["command"], args=entry["args"],
-                                   env={k: env[k] for k in ("HOME", "SIGNET_WORKSPACE", "SIGNET_PORT", "SIGNET_HOST",
-                                                            "PATH")})
+    params = StdioServerParameters(
+        command=entry["command"],
+        args=entry["args"],
+        env={k: env[k] for k in ("HOME", "SIGNET_WORKSPACE", "SIGNET_PORT", "SIGNET_HOST", "PATH")},
+    )
 
     async def scenario() -> None:
         async with Client(params) as c:
@@ -128,8 +151,10 @@ def test_the_entry_signet_install_writes_runs_the_server(tmp_path: Path, mcp_dae
 
 def test_signet_mcp_imports_no_model_code() -> None:
     """`signet mcp` must start fast: the CLI and the stdio server import no torch or numpy."""
-    code = ("import sys; import signet.cli.main, signet.mcp.stdio; "
-            "print(','.join(m for m in ('torch', 'sentence_transformers', 'numpy') if m in sys.modules))")
+    code = (
+        "import sys; import signet.cli.main, signet.mcp.stdio; "
+        "print(','.join(m for m in ('torch', 'sentence_transformers', 'numpy') if m in sys.modules))"
+    )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=60)
     assert out.stdout.strip() == ""
 
@@ -144,8 +169,9 @@ def test_a_server_fault_is_a_readable_tool_error(mcp_daemon: DaemonProcess) -> N
 
     async def scenario(target: object) -> None:
         async with Client(target) as c:  # type: ignore[arg-type]
-            r = await c.call_tool("memory_feedback", {"session_id": "s", "ratings": [
-                {"memory_id": mid, "feedback": "positive"}]})
+            r = await c.call_tool(
+                "memory_feedback", {"session_id": "s", "ratings": [{"memory_id": mid, "feedback": "positive"}]}
+            )
             assert r.is_error
             text = r.content[0].text  # type: ignore[union-attr]
             assert "internal error: OperationalError" in text and "[internal_error]" in text
@@ -191,16 +217,25 @@ def test_mcp_tool_calls_reach_the_api_with_the_callers_credentials(make_workspac
             if scope["type"] == "http":
                 headers = {k.decode(): v.decode() for k, v in scope["headers"]}
                 client = scope.get("client")
-                seen.append((scope["path"], headers.get("authorization"), client[0] if client else None,
-                             headers.get("x-signet-actor")))
+                seen.append(
+                    (
+                        scope["path"],
+                        headers.get("authorization"),
+                        client[0] if client else None,
+                        headers.get("x-signet-actor"),
+                    )
+                )
             await self.app(scope, receive, send)
 
     ws = make_workspace(embedding="none", memory={"pipelineV2": {"enabled": False}})
     app = create_app(ws)
     app.add_middleware(Record)
     with TestClient(app, base_url="http://127.0.0.1:3850", client=("10.1.2.3", 4567)) as c:
-        r = c.post("/mcp", headers={**HEADERS, "Authorization": "Bearer tok-123"}, json=_rpc("tools/call", {
-            "name": "memory_get", "arguments": {"id": "m-1"}}))
+        r = c.post(
+            "/mcp",
+            headers={**HEADERS, "Authorization": "Bearer tok-123"},
+            json=_rpc("tools/call", {"name": "memory_get", "arguments": {"id": "m-1"}}),
+        )
         assert r.status_code == 200 and r.json()["result"]["isError"] is True
     assert seen[0] == ("/mcp", "Bearer tok-123", "10.1.2.3", None)
     assert seen[1] == ("/api/memory/m-1", "Bearer tok-123", "10.1.2.3", "mcp")

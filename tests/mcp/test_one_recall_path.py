@@ -63,7 +63,10 @@ def test_stored_through_mcp_recalled_identically_everywhere(semantic_daemon: Dae
         via_sdk = sdk.recall(QUERY, project="infra").model_dump()
     cli = subprocess.run(
         [sys.executable, "-m", "signet.cli.main", "recall", QUERY, "--project", "infra", "--json"],
-        capture_output=True, text=True, timeout=60, check=True,
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=True,
         env={**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)},
     )
     via_cli = json.loads(cli.stdout)

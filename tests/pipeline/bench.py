@@ -57,29 +57,43 @@ def bench_queue(root: Path, n: int = 2000) -> None:
         fill(a, n)
         counts = [0, 0]
         t = time.perf_counter()
-        threads = [threading.Thread(target=lambda i=i, d=d: counts.__setitem__(i, drain(d)))
-                   for i, d in enumerate((a, b))]
+        threads = [
+            threading.Thread(target=lambda i=i, d=d: counts.__setitem__(i, drain(d))) for i, d in enumerate((a, b))
+        ]
         for th in threads:
             th.start()
         for th in threads:
             th.join()
         dt = time.perf_counter() - t
-    print(f"queue, two databases racing: {sum(counts)} ({counts[0]} + {counts[1]}) in {dt:.2f}s = "
-          f"{sum(counts) / dt:.0f} jobs/s")
+    print(
+        f"queue, two databases racing: {sum(counts)} ({counts[0]} + {counts[1]}) in {dt:.2f}s = "
+        f"{sum(counts) / dt:.0f} jobs/s"
+    )
 
 
 def bench_e2e(root: Path, n: int = 200) -> None:
     fake = FakeLLM().start()
-    fake.extract = lambda text: as_json({"facts": [
-        {"content": f"Fact one derived from: {text[:60]}", "type": "fact", "confidence": 0.9},
-        {"content": "Shared procedural fact about the deploy checklist", "type": "procedural", "confidence": 0.9},
-    ], "entities": [{"source": "deploy", "relationship": "uses", "target": "checklist", "confidence": 0.8}]})
+    fake.extract = lambda text: as_json(
+        {
+            "facts": [
+                {"content": f"Fact one derived from: {text[:60]}", "type": "fact", "confidence": 0.9},
+                {
+                    "content": "Shared procedural fact about the deploy checklist",
+                    "type": "procedural",
+                    "confidence": 0.9,
+                },
+            ],
+            "entities": [{"source": "deploy", "relationship": "uses", "target": "checklist", "confidence": 0.8}],
+        }
+    )
     fake.decide = lambda fact, cands: as_json({"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"})
     ws = Workspace(root / "ws")
     setup_workspace(ws, agent_name="bench", user_name="bench", embedding_provider="none")
     data = yaml.safe_load(ws.config_path.read_text()) or {}
-    data.setdefault("memory", {})["pipelineV2"] = {"pollIntervalMs": 20, "extraction": {
-        "provider": "ollama", "endpoint": fake.url, "timeout": 10}}
+    data.setdefault("memory", {})["pipelineV2"] = {
+        "pollIntervalMs": 20,
+        "extraction": {"provider": "ollama", "endpoint": fake.url, "timeout": 10},
+    }
     ws.config_path.write_text(yaml.safe_dump(data))
     rt = Runtime(ws).start()
     try:
@@ -93,16 +107,23 @@ def bench_e2e(root: Path, n: int = 200) -> None:
                 break
             time.sleep(0.02)
         dt = time.perf_counter() - t
-        lat = [r[0] for r in rt.db.read(lambda c: c.execute(
-            "SELECT latency_ms FROM llm_calls WHERE outcome = 'success'").fetchall())]
-        facts = rt.db.read(lambda c: c.execute(
-            "SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'").fetchone()[0])
+        lat = [
+            r[0]
+            for r in rt.db.read(
+                lambda c: c.execute("SELECT latency_ms FROM llm_calls WHERE outcome = 'success'").fetchall()
+            )
+        ]
+        facts = rt.db.read(
+            lambda c: c.execute("SELECT COUNT(*) FROM memories WHERE source_type = 'pipeline'").fetchone()[0]
+        )
     finally:
         rt.stop()
         fake.stop()
-    print(f"end to end: {n} remembers in {remembered:.2f}s; all {n} jobs done after {dt:.2f}s = "
-          f"{n / dt:.1f} jobs/s; {facts} facts written; {len(lat)} LLM calls, "
-          f"p50 round trip {statistics.median(lat):.1f} ms")
+    print(
+        f"end to end: {n} remembers in {remembered:.2f}s; all {n} jobs done after {dt:.2f}s = "
+        f"{n / dt:.1f} jobs/s; {facts} facts written; {len(lat)} LLM calls, "
+        f"p50 round trip {statistics.median(lat):.1f} ms"
+    )
 
 
 def main() -> None:

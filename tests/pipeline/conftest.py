@@ -25,13 +25,24 @@ def fake_llm() -> Iterator[FakeLLM]:
 
 def pipeline_config(fake: FakeLLM, provider: str = "ollama", **flags: Any) -> dict[str, Any]:
     endpoint = {"ollama": fake.url, "openai": fake.url + "/v1", "anthropic": fake.url}.get(provider, fake.url)
-    extraction = {"provider": provider, "model": "qwen3:4b" if provider == "ollama" else "fake-model",
-                  "endpoint": endpoint, "timeout": 5, "api_key": "test-key" if provider == "anthropic" else None}
+    extraction = {
+        "provider": provider,
+        "model": "qwen3:4b" if provider == "ollama" else "fake-model",
+        "endpoint": endpoint,
+        "timeout": 5,
+        "api_key": "test-key" if provider == "anthropic" else None,
+    }
     extraction.update(flags.pop("extraction", {}))
-    return {"pipelineV2": {
-        "pollIntervalMs": 50, "backoffBaseMs": 50, "backoffMaxMs": 400, "reaperIntervalMs": 500,
-        "extraction": extraction, **flags,
-    }}
+    return {
+        "pipelineV2": {
+            "pollIntervalMs": 50,
+            "backoffBaseMs": 50,
+            "backoffMaxMs": 400,
+            "reaperIntervalMs": 500,
+            "extraction": extraction,
+            **flags,
+        }
+    }
 
 
 @pytest.fixture
@@ -59,8 +70,9 @@ def wait_idle(rt: Runtime, timeout: float = 20.0) -> dict[str, int]:
     """Wait until no job is pending or leased; returns the counts by status."""
     deadline = time.monotonic() + timeout
     while True:
-        counts = dict(rt.db.read(lambda c: c.execute(
-            "SELECT status, COUNT(*) FROM memory_jobs GROUP BY status").fetchall()))
+        counts = dict(
+            rt.db.read(lambda c: c.execute("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status").fetchall())
+        )
         if not counts.get("pending") and not counts.get("leased"):
             rt.db.write(lambda c: None)  # flush fire-and-forget writes (call outcomes)
             return counts

@@ -53,8 +53,9 @@ class FakeLLM:
     def __init__(self, port: int = 0) -> None:
         self.requests: list[dict[str, Any]] = []
         self.extract: Callable[[str], Reply | str] = lambda text: as_json({"facts": [], "entities": []})
-        self.decide: Callable[[str, list[tuple[str, str]]], Reply | str] = \
-            lambda fact, c: as_json({"action": "none", "targetId": c[0][0], "confidence": 0.9, "reason": "covered"})
+        self.decide: Callable[[str, list[tuple[str, str]]], Reply | str] = lambda fact, c: as_json(
+            {"action": "none", "targetId": c[0][0], "confidence": 0.9, "reason": "covered"}
+        )
         self.summarize: Callable[[str], Reply | str] = lambda text: "- worked on things"
         self.lock = threading.Lock()
         self._port = port
@@ -98,8 +99,9 @@ class FakeLLM:
                     self._send(404, b'{"error": "not found"}')
                     return
                 with outer.lock:
-                    outer.requests.append({"protocol": proto, "path": self.path, "body": body,
-                                           "headers": dict(self.headers)})
+                    outer.requests.append(
+                        {"protocol": proto, "path": self.path, "body": body, "headers": dict(self.headers)}
+                    )
                 reply = outer.answer(prompt)
                 if reply.delay:
                     time.sleep(reply.delay)
@@ -159,14 +161,28 @@ class FakeLLM:
     @staticmethod
     def envelope(proto: str, model: str, text: str) -> dict[str, Any]:
         if proto == "ollama":
-            return {"model": model, "created_at": "2026-11-22T00:00:00Z",
-                    "message": {"role": "assistant", "content": text}, "done": True, "done_reason": "stop"}
+            return {
+                "model": model,
+                "created_at": "2026-11-22T00:00:00Z",
+                "message": {"role": "assistant", "content": text},
+                "done": True,
+                "done_reason": "stop",
+            }
         if proto == "openai":
-            return {"id": "chatcmpl-1", "object": "chat.completion", "model": model,
-                    "choices": [{"index": 0, "message": {"role": "assistant", "content": text},
-                                 "finish_reason": "stop"}]}
-        return {"id": "msg_1", "type": "message", "role": "assistant", "model": model,
-                "content": [{"type": "text", "text": text}], "stop_reason": "end_turn"}
+            return {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "model": model,
+                "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+            }
+        return {
+            "id": "msg_1",
+            "type": "message",
+            "role": "assistant",
+            "model": model,
+            "content": [{"type": "text", "text": text}],
+            "stop_reason": "end_turn",
+        }
 
     def calls(self, kind: str) -> int:
         marker = {"extract": "You extract durable knowledge", "decide": "You maintain a memory store"}[kind]

@@ -16,7 +16,7 @@ from tests.pipeline.test_pipeline import Make, _seed_update_delete, history, rem
 
 KILL_POINTS = {
     "the history insert": "BEFORE INSERT ON memory_history WHEN NEW.changed_by = 'pipeline-v2'"
-                          " AND NEW.event IN ('modified', 'deleted')",
+    " AND NEW.event IN ('modified', 'deleted')",
     "a history rewrite": "BEFORE UPDATE ON memory_history WHEN NEW.changed_by = 'pipeline-v2'",
     "the memory write": "BEFORE UPDATE ON memories WHEN NEW.updated_by = 'pipeline-v2' AND NEW.version > OLD.version",
 }
@@ -27,8 +27,11 @@ def test_a_killed_update_leaves_both_or_neither(pipeline_rt: Make, fake_llm: Fak
     rt, api = pipeline_rt("ollama", embedding="none", allowUpdateDelete=True, maxAttempts=1)
     staging, deploys, _ = _seed_update_delete(api, fake_llm)
     wait_idle(rt)
-    rt.db.write(lambda c: c.execute(
-        f"CREATE TRIGGER kill_point {KILL_POINTS[kill]} BEGIN SELECT RAISE(ABORT, 'killed here'); END"))
+    rt.db.write(
+        lambda c: c.execute(
+            f"CREATE TRIGGER kill_point {KILL_POINTS[kill]} BEGIN SELECT RAISE(ABORT, 'killed here'); END"
+        )
+    )
     remember(api, "We moved staging to host beta-3 and deploys to Tuesdays; on-call is fortnightly")
     wait_idle(rt)
     changed = 0
@@ -84,15 +87,30 @@ def test_a_process_killed_between_the_memory_write_and_its_history_leaves_neithe
     root = rt.workspace.root
     rt.stop()
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, str(root),
-         "We moved staging to host beta-3 and deploys to Tuesdays; on-call is fortnightly"],
-        capture_output=True, text=True, timeout=120,
+        [
+            sys.executable,
+            "-c",
+            CHILD,
+            str(root),
+            "We moved staging to host beta-3 and deploys to Tuesdays; on-call is fortnightly",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert proc.returncode == 9, proc.stderr[-2000:]
     with Runtime(rt.workspace) as again:
-        state = again.db.read(lambda c: [(
-            tuple(c.execute("SELECT version, is_deleted FROM memories WHERE id = ?", (mid,)).fetchone()),
-            c.execute("SELECT event FROM memory_history WHERE memory_id = ? AND changed_by = 'pipeline-v2'"
-                      " AND event IN ('modified', 'deleted')", (mid,)).fetchall(),
-        ) for mid in (staging, deploys)])
+        state = again.db.read(
+            lambda c: [
+                (
+                    tuple(c.execute("SELECT version, is_deleted FROM memories WHERE id = ?", (mid,)).fetchone()),
+                    c.execute(
+                        "SELECT event FROM memory_history WHERE memory_id = ? AND changed_by = 'pipeline-v2'"
+                        " AND event IN ('modified', 'deleted')",
+                        (mid,),
+                    ).fetchall(),
+                )
+                for mid in (staging, deploys)
+            ]
+        )
         assert state == [((1, 0), []), ((1, 0), [])]

@@ -45,8 +45,12 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 def cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, timeout=60,
-        env={**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)}, check=False,
+        [sys.executable, "-m", "signet.cli.main", *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)},
+        check=False,
     )
 
 
@@ -55,10 +59,12 @@ def test_sigkill_with_leased_jobs(
 ) -> None:
     slow = threading.Event()
     slow.set()
-    fake_llm.extract = lambda text: Reply(text=as_json({"facts": facts_for(text), "entities": []}),
-                                          delay=0.6 if slow.is_set() else 0.0)
+    fake_llm.extract = lambda text: Reply(
+        text=as_json({"facts": facts_for(text), "entities": []}), delay=0.6 if slow.is_set() else 0.0
+    )
     fake_llm.decide = lambda fact, cands: as_json(
-        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"})
+        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"}
+    )
     ws = make_workspace(embedding="none", memory=pipeline_config(fake_llm, workers=2))
     d = start_daemon(ws)
     n = 8
@@ -78,6 +84,7 @@ def test_sigkill_with_leased_jobs(
     slow.clear()
     d2 = start_daemon(ws)
     with d2.client() as c:
+
         def settled() -> bool:
             q = c.get("/api/pipeline/status").json()["queue"]["by_status"]
             return bool(q["pending"] == 0 and q["leased"] == 0)
@@ -111,11 +118,16 @@ def test_sigkill_with_leased_jobs(
         derived = [r[0] for r in conn.execute("SELECT content FROM memories WHERE source_type = 'pipeline'")]
         expected = {f["content"] for i in range(n) for f in facts_for(f"item {i}")}
         assert sorted(derived) == sorted(expected)  # each fact exactly once, none lost
-        created = conn.execute("SELECT COUNT(*) FROM memory_history WHERE event = 'created'"
-                               " AND changed_by = 'pipeline-v2'").fetchone()[0]
+        created = conn.execute(
+            "SELECT COUNT(*) FROM memory_history WHERE event = 'created' AND changed_by = 'pipeline-v2'"
+        ).fetchone()[0]
         assert created == len(expected)
-        dedups = [json.loads(r[0]) for r in conn.execute(
-            "SELECT metadata FROM memory_history WHERE event = 'none' AND metadata LIKE '%dedupedExistingId%'")]
+        dedups = [
+            json.loads(r[0])
+            for r in conn.execute(
+                "SELECT metadata FROM memory_history WHERE event = 'none' AND metadata LIKE '%dedupedExistingId%'"
+            )
+        ]
         assert len(dedups) >= n - 1  # the shared fact: written once, deduplicated for every other job
         fts = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
         assert fts == conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
@@ -125,8 +137,10 @@ def test_sigkill_with_leased_jobs(
 
 # -- the crash window between a job's graph writes and its completion ------------------------
 
-GRAPH_SOURCE = ("Alice Moreau leads the billing team at Acme. For new services she prefers PostgreSQL, "
-                "and the billing team ships on Thursdays.")
+GRAPH_SOURCE = (
+    "Alice Moreau leads the billing team at Acme. For new services she prefers PostgreSQL, "
+    "and the billing team ships on Thursdays."
+)
 GRAPH_FACTS = [
     {"content": "Alice Moreau leads the billing team at Acme", "type": "fact", "confidence": 0.95},
     {"content": "Alice Moreau prefers PostgreSQL for new services", "type": "preference", "confidence": 0.9},
@@ -154,23 +168,34 @@ def graph_snapshot(conn: Any) -> dict[str, Any]:
     """The graph as content (ids differ between workspaces): mentions, relations, links, facts."""
     return {
         "entities": dict(conn.execute("SELECT canonical_name, mentions FROM entities").fetchall()),
-        "relations": sorted(tuple(r) for r in conn.execute(
-            "SELECT s.canonical_name, r.relation_type, t.canonical_name, r.mentions FROM relations r"
-            " JOIN entities s ON s.id = r.source_entity_id JOIN entities t ON t.id = r.target_entity_id")),
-        "links": sorted(tuple(r) for r in conn.execute(
-            "SELECT m.content, e.canonical_name FROM memory_entity_mentions l JOIN memories m ON m.id = l.memory_id"
-            " JOIN entities e ON e.id = l.entity_id")),
+        "relations": sorted(
+            tuple(r)
+            for r in conn.execute(
+                "SELECT s.canonical_name, r.relation_type, t.canonical_name, r.mentions FROM relations r"
+                " JOIN entities s ON s.id = r.source_entity_id JOIN entities t ON t.id = r.target_entity_id"
+            )
+        ),
+        "links": sorted(
+            tuple(r)
+            for r in conn.execute(
+                "SELECT m.content, e.canonical_name FROM memory_entity_mentions l JOIN memories m ON m.id = l.memory_id"
+                " JOIN entities e ON e.id = l.entity_id"
+            )
+        ),
         "facts": sorted(r[0] for r in conn.execute("SELECT content FROM memories WHERE source_type = 'pipeline'")),
     }
 
 
 def test_a_job_killed_between_graph_and_completion_counts_its_graph_once(
-    make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess],
-    pipeline_rt: Callable[..., Any], fake_llm: FakeLLM,
+    make_workspace: Callable[..., Workspace],
+    start_daemon: Callable[..., DaemonProcess],
+    pipeline_rt: Callable[..., Any],
+    fake_llm: FakeLLM,
 ) -> None:
     fake_llm.extract = lambda text: as_json({"facts": GRAPH_FACTS, "entities": GRAPH_TRIPLES})
     fake_llm.decide = lambda fact, cands: as_json(
-        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"})
+        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"}
+    )
 
     # What one uninterrupted run gives (in process, same fake model).
     rt, api = pipeline_rt("ollama", embedding="none")
@@ -186,7 +211,9 @@ def test_a_job_killed_between_graph_and_completion_counts_its_graph_once(
     log = (ws.root / "killed-daemon.log").open("ab")
     proc = subprocess.Popen(
         [sys.executable, "-c", KILL_AT_COMPLETE, "daemon", "--host", "127.0.0.1", "--port", str(port)],
-        stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        stdin=subprocess.DEVNULL,
         env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
     )
     try:
@@ -210,8 +237,11 @@ def test_a_job_killed_between_graph_and_completion_counts_its_graph_once(
     # Restarted, the daemon releases the lease and runs the job again.
     d = start_daemon(ws)
     with d.client() as c:
-        wait_for(lambda: c.get("/api/pipeline/status").json()["queue"]["by_status"]["completed"] == 1, 30,
-                 "the job to run again")
+        wait_for(
+            lambda: c.get("/api/pipeline/status").json()["queue"]["by_status"]["completed"] == 1,
+            30,
+            "the job to run again",
+        )
     d.stop()
     conn = sqlite3.connect(ws.database_path())
     try:

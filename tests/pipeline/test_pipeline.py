@@ -18,12 +18,13 @@ from tests.pipeline.fake_llm import FakeLLM, Reply, as_json
 
 Make = Callable[..., tuple[Runtime, TestClient]]
 
-SOURCE = ("Alice Moreau leads the billing team at Acme. For new services she prefers PostgreSQL over MySQL, "
-          "and the team decided to deploy billing on Kubernetes.")
+SOURCE = (
+    "Alice Moreau leads the billing team at Acme. For new services she prefers PostgreSQL over MySQL, "
+    "and the team decided to deploy billing on Kubernetes."
+)
 FACTS = [
     {"content": "Alice Moreau leads the billing team at Acme", "type": "fact", "confidence": 0.95},
-    {"content": "Alice Moreau prefers PostgreSQL over MySQL for new services", "type": "preference",
-     "confidence": 0.9},
+    {"content": "Alice Moreau prefers PostgreSQL over MySQL for new services", "type": "preference", "confidence": 0.9},
     {"content": "The billing team decided to deploy billing on Kubernetes", "type": "decision", "confidence": 0.85},
 ]
 ENTITIES = [
@@ -65,8 +66,9 @@ def test_extraction_and_decision_round_trip(
         decisions.append((fact, [c[0] for c in cands]))
         return as_json({"action": "add", "targetId": None, "confidence": 0.8, "reason": "new detail"})
 
-    fake_llm.extract = lambda text: as_json({"facts": FACTS, "entities": ENTITIES}) if "Acme" in text else \
-        as_json({"facts": [], "entities": []})
+    fake_llm.extract = lambda text: (
+        as_json({"facts": FACTS, "entities": ENTITIES}) if "Acme" in text else as_json({"facts": [], "entities": []})
+    )
     fake_llm.decide = decide
     src = remember(api, SOURCE)
     wait_idle(rt)
@@ -101,11 +103,18 @@ def test_extraction_and_decision_round_trip(
     ents = {r["canonical_name"]: r for r in rows(rt, "SELECT * FROM entities")}
     assert {"alice moreau", "billing team", "postgresql", "acme"} <= set(ents)
     assert ents["alice moreau"]["mentions"] == 2
-    rels = rows(rt, "SELECT s.canonical_name, r.relation_type, t.canonical_name, r.mentions FROM relations r"
-                    " JOIN entities s ON s.id = r.source_entity_id JOIN entities t ON t.id = r.target_entity_id")
+    rels = rows(
+        rt,
+        "SELECT s.canonical_name, r.relation_type, t.canonical_name, r.mentions FROM relations r"
+        " JOIN entities s ON s.id = r.source_entity_id JOIN entities t ON t.id = r.target_entity_id",
+    )
     assert ("alice moreau", "leads", "billing team", 1) in [tuple(r) for r in rels]
-    linked = {r[0] for r in rows(rt, "SELECT memory_id FROM memory_entity_mentions WHERE entity_id = ?",
-                                 ents["alice moreau"]["id"])}
+    linked = {
+        r[0]
+        for r in rows(
+            rt, "SELECT memory_id FROM memory_entity_mentions WHERE entity_id = ?", ents["alice moreau"]["id"]
+        )
+    }
     assert src in linked and {d["id"] for d in derived if "Alice" in d["content"]} <= linked
 
     # Every call has an outcome record; the wire format is the provider's chat API.
@@ -124,8 +133,15 @@ def test_extraction_and_decision_round_trip(
     fake_llm.extract = lambda text: as_json({"facts": [], "entities": []})
     n_requests = len(fake_llm.requests)
     later = remember(api, "Acme renewed its contract today")
-    assert rows(rt, "SELECT COUNT(*) FROM memory_entity_mentions WHERE memory_id = ? AND entity_id = ?",
-                later, ents["acme"]["id"])[0][0] == 1
+    assert (
+        rows(
+            rt,
+            "SELECT COUNT(*) FROM memory_entity_mentions WHERE memory_id = ? AND entity_id = ?",
+            later,
+            ents["acme"]["id"],
+        )[0][0]
+        == 1
+    )
     wait_idle(rt)
     assert len(fake_llm.requests) == n_requests + 1  # one extraction call, no decisions
 
@@ -142,7 +158,8 @@ def test_openai_and_anthropic_protocols(pipeline_rt: Make, fake_llm: FakeLLM, pr
     wait_idle(rt)
     assert job_of(rt, src)["status"] == "completed"
     assert [r[0] for r in rows(rt, "SELECT content FROM memories WHERE source_type = 'pipeline'")] == [
-        FACTS[1]["content"]]
+        FACTS[1]["content"]
+    ]
     req = fake_llm.requests[0]
     if provider == "openai":
         assert req["path"] == "/v1/chat/completions" and req["body"]["model"] == "fake-model"
@@ -153,16 +170,19 @@ def test_openai_and_anthropic_protocols(pipeline_rt: Make, fake_llm: FakeLLM, pr
 
 def test_think_blocks_and_partially_valid_items(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
     rt, api = pipeline_rt("ollama", embedding="none")
-    payload = {"facts": [
-        FACTS[0],
-        {"content": "too short", "type": "fact", "confidence": 0.9},
-        {"content": "The invoice exporter runs nightly at 02:00", "type": "gossip", "confidence": 0.9},
-        {"content": "The invoice exporter writes CSV files", "type": "fact", "confidence": 7},
-        "not an object",
-        {"content": "The invoice exporter is owned by the billing team", "type": "semantic", "confidence": 0.8},
-    ], "entities": [ENTITIES[0], {"source": "Acme", "relationship": "owns"}]}
+    payload = {
+        "facts": [
+            FACTS[0],
+            {"content": "too short", "type": "fact", "confidence": 0.9},
+            {"content": "The invoice exporter runs nightly at 02:00", "type": "gossip", "confidence": 0.9},
+            {"content": "The invoice exporter writes CSV files", "type": "fact", "confidence": 7},
+            "not an object",
+            {"content": "The invoice exporter is owned by the billing team", "type": "semantic", "confidence": 0.8},
+        ],
+        "entities": [ENTITIES[0], {"source": "Acme", "relationship": "owns"}],
+    }
     fake_llm.extract = lambda text: (
-        "<think>The user wants JSON. {\"facts\": [\"bait\"]} Let me think.</think>\n"
+        '<think>The user wants JSON. {"facts": ["bait"]} Let me think.</think>\n'
         "Here you go:\n```json\n" + as_json(payload) + "\n```"
     )
     src = remember(api, SOURCE)
@@ -171,8 +191,13 @@ def test_think_blocks_and_partially_valid_items(pipeline_rt: Make, fake_llm: Fak
     result = json.loads(job["result"])
     assert job["status"] == "completed" and result["facts"] == 2 and result["entities"] == 1
     warnings = " | ".join(result["warnings"])
-    for needle in ("facts[1] content length", "facts[2] has invalid type 'gossip'", "facts[3] confidence",
-                   "facts[4] is not an object", "entities[1] needs"):
+    for needle in (
+        "facts[1] content length",
+        "facts[2] has invalid type 'gossip'",
+        "facts[3] confidence",
+        "facts[4] is not an object",
+        "entities[1] needs",
+    ):
         assert needle in warnings, warnings
     assert len(rows(rt, "SELECT id FROM memories WHERE source_type = 'pipeline'")) == 2
 
@@ -190,15 +215,29 @@ def test_malformed_json_and_rejected_decisions(pipeline_rt: Make, fake_llm: Fake
     # Decisions: not JSON, a non-candidate target, a missing reason -> rejected, recorded, nothing written.
     target = remember(api, "Alice Moreau leads the payments team at Acme")
     wait_idle(rt)
-    replies = iter([
-        "{not json",
-        as_json({"action": "update", "targetId": "00000000-0000-0000-0000-000000000000", "confidence": 0.9,
-                 "reason": "x"}),
-        as_json({"action": "update", "targetId": target, "confidence": 0.9}),
-    ])
-    fake_llm.extract = lambda text: as_json({"facts": [
-        {"content": f"Alice Moreau leads the billing team at Acme ({i})", "type": "fact", "confidence": 0.9}
-        for i in range(3)], "entities": []})
+    replies = iter(
+        [
+            "{not json",
+            as_json(
+                {
+                    "action": "update",
+                    "targetId": "00000000-0000-0000-0000-000000000000",
+                    "confidence": 0.9,
+                    "reason": "x",
+                }
+            ),
+            as_json({"action": "update", "targetId": target, "confidence": 0.9}),
+        ]
+    )
+    fake_llm.extract = lambda text: as_json(
+        {
+            "facts": [
+                {"content": f"Alice Moreau leads the billing team at Acme ({i})", "type": "fact", "confidence": 0.9}
+                for i in range(3)
+            ],
+            "entities": [],
+        }
+    )
     fake_llm.decide = lambda fact, cands: next(replies)
     src2 = remember(api, "Alice Moreau moved from payments to lead the billing team at Acme")
     wait_idle(rt)
@@ -208,8 +247,10 @@ def test_malformed_json_and_rejected_decisions(pipeline_rt: Make, fake_llm: Fake
     assert "not valid JSON" in joined and "not one of the candidates" in joined and "'reason' is required" in joined
     notes = [e for e in history(api, src2) if e["event"] == "none"]
     assert len(notes) == 3 and all(e["metadata"]["skippedReason"] == "rejected decision" for e in notes)
-    assert rows(rt, "SELECT content FROM memories WHERE id = ?", target)[0][0] == \
-        "Alice Moreau leads the payments team at Acme"
+    assert (
+        rows(rt, "SELECT content FROM memories WHERE id = ?", target)[0][0]
+        == "Alice Moreau leads the payments team at Acme"
+    )
 
 
 def test_timeout_is_recorded_and_the_job_retries(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
@@ -246,8 +287,9 @@ def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: Fa
     assert len(stamps) == 3
     from datetime import datetime
 
-    gaps = [(datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds()
-            for a, b in itertools.pairwise(stamps)]
+    gaps = [
+        (datetime.fromisoformat(b) - datetime.fromisoformat(a)).total_seconds() for a, b in itertools.pairwise(stamps)
+    ]
     assert gaps[0] >= 0.05 and gaps[1] >= 0.1
     outcomes = {r[0] for r in rows(rt, "SELECT outcome FROM llm_calls")}
     assert outcomes == {"failure"}
@@ -283,10 +325,14 @@ def test_shadow_mode_writes_only_history(pipeline_rt: Make, fake_llm: FakeLLM) -
     target = remember(api, "Alice Moreau leads the payments team at Acme")
     wait_idle(rt)
     before = rows(rt, "SELECT COUNT(*) FROM memories")[0][0]
-    fake_llm.extract = lambda text: as_json({"facts": FACTS[:2], "entities": ENTITIES}) if "billing" in text \
+    fake_llm.extract = lambda text: (
+        as_json({"facts": FACTS[:2], "entities": ENTITIES})
+        if "billing" in text
         else as_json({"facts": [], "entities": []})
+    )
     fake_llm.decide = lambda fact, cands: as_json(
-        {"action": "update", "targetId": target, "confidence": 0.9, "reason": "team changed"})
+        {"action": "update", "targetId": target, "confidence": 0.9, "reason": "team changed"}
+    )
     src = remember(api, SOURCE)
     wait_idle(rt)
     assert rows(rt, "SELECT COUNT(*) FROM memories")[0][0] == before + 1  # only the remembered one
@@ -325,10 +371,14 @@ def _seed_update_delete(api: TestClient, fake_llm: FakeLLM) -> tuple[str, str, s
         {"content": "Deploys of the billing service happen every Tuesday", "type": "fact", "confidence": 0.9},
         {"content": "The billing service on-call rotation is now fortnightly", "type": "fact", "confidence": 0.9},
     ]
-    plan = {facts[0]["content"]: ("update", staging), facts[1]["content"]: ("delete", deploys),
-            facts[2]["content"]: ("delete", pinned)}
-    fake_llm.extract = lambda text: as_json({"facts": facts, "entities": []}) if "moved" in text else \
-        as_json({"facts": [], "entities": []})
+    plan = {
+        facts[0]["content"]: ("update", staging),
+        facts[1]["content"]: ("delete", deploys),
+        facts[2]["content"]: ("delete", pinned),
+    }
+    fake_llm.extract = lambda text: (
+        as_json({"facts": facts, "entities": []}) if "moved" in text else as_json({"facts": [], "entities": []})
+    )
 
     def decide(fact: str, cands: list[tuple[str, str]]) -> str:
         action, target = plan[fact]
@@ -378,12 +428,15 @@ def test_contradictions_are_flagged_for_review(pipeline_rt: Make, fake_llm: Fake
     dark = remember(api, "Dark mode is enabled in the billing dashboard")
     auth = remember(api, "The export API requires auth tokens for every call")
     wait_idle(rt)
-    facts = [{"content": "Dark mode is disabled in the billing dashboard", "type": "fact", "confidence": 0.9},
-             {"content": "The export API does not require auth tokens", "type": "fact", "confidence": 0.9}]
+    facts = [
+        {"content": "Dark mode is disabled in the billing dashboard", "type": "fact", "confidence": 0.9},
+        {"content": "The export API does not require auth tokens", "type": "fact", "confidence": 0.9},
+    ]
     targets = {facts[0]["content"]: dark, facts[1]["content"]: auth}
     fake_llm.extract = lambda text: as_json({"facts": facts, "entities": []})
     fake_llm.decide = lambda fact, cands: as_json(
-        {"action": "update", "targetId": targets[fact], "confidence": 0.9, "reason": "changed"})
+        {"action": "update", "targetId": targets[fact], "confidence": 0.9, "reason": "changed"}
+    )
     remember(api, "Settings review: dark mode got switched off and the export API dropped its token check")
     wait_idle(rt)
     for mid, why in ((dark, "antonyms enabled/disabled"), (auth, "negation asymmetry")):
@@ -397,13 +450,22 @@ def test_confidence_threshold_and_dedup(pipeline_rt: Make, fake_llm: FakeLLM) ->
     rt, api = pipeline_rt("ollama", embedding="none", minFactConfidenceForWrite=0.8)
     existing = remember(api, "Alice Moreau prefers PostgreSQL over MySQL for new services.")
     wait_idle(rt)
-    fake_llm.extract = lambda text: as_json({"facts": [
-        {"content": "alice moreau prefers postgresql over mysql for new services", "type": "preference",
-         "confidence": 0.95},
-        {"content": "Alice Moreau might enjoy hiking on weekends", "type": "fact", "confidence": 0.4},
-    ], "entities": []})
+    fake_llm.extract = lambda text: as_json(
+        {
+            "facts": [
+                {
+                    "content": "alice moreau prefers postgresql over mysql for new services",
+                    "type": "preference",
+                    "confidence": 0.95,
+                },
+                {"content": "Alice Moreau might enjoy hiking on weekends", "type": "fact", "confidence": 0.4},
+            ],
+            "entities": [],
+        }
+    )
     fake_llm.decide = lambda fact, cands: as_json(
-        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "looks new"})
+        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "looks new"}
+    )
     src = remember(api, SOURCE)
     wait_idle(rt)
     result = json.loads(job_of(rt, src)["result"])["writes"]
@@ -440,15 +502,29 @@ def test_transcript_jobs_and_llm_handoff(pipeline_rt: Make, fake_llm: FakeLLM) -
 
     def extract(text: str) -> str:
         seen.append(text)
-        return as_json({"facts": [{"content": "The invoice exporter is the next task for billing",
-                                   "type": "decision", "confidence": 0.9}], "entities": []})
+        return as_json(
+            {
+                "facts": [
+                    {
+                        "content": "The invoice exporter is the next task for billing",
+                        "type": "decision",
+                        "confidence": 0.9,
+                    }
+                ],
+                "entities": [],
+            }
+        )
 
     fake_llm.extract = extract
     fake_llm.summarize = lambda prompt: "<think>hmm</think>- Next: the invoice exporter"
-    turns = [{"role": "user", "content": "Next time, start with the invoice exporter."},
-             {"role": "assistant", "content": "Noted: the invoice exporter is next."}]
-    r = api.post("/api/hooks/session-end", json={"harness": "claude-code", "session_id": "s-9", "project": "billing",
-                                                 "turns": turns})
+    turns = [
+        {"role": "user", "content": "Next time, start with the invoice exporter."},
+        {"role": "assistant", "content": "Noted: the invoice exporter is next."},
+    ]
+    r = api.post(
+        "/api/hooks/session-end",
+        json={"harness": "claude-code", "session_id": "s-9", "project": "billing", "turns": turns},
+    )
     assert r.status_code == 200, r.text
     wait_idle(rt)
     assert seen and "user: Next time, start with the invoice exporter." in seen[0]
@@ -469,10 +545,16 @@ def test_document_ingest_jobs(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
     from signet.pipeline import queue
 
     rt, _api = pipeline_rt("ollama", embedding="none")
-    fake_llm.extract = lambda text: as_json({"facts": [FACTS[2]], "entities": []}) if "Kubernetes" in text \
+    fake_llm.extract = lambda text: (
+        as_json({"facts": [FACTS[2]], "entities": []})
+        if "Kubernetes" in text
         else as_json({"facts": [], "entities": []})
-    _good, _ = rt.db.write(lambda c: queue.enqueue(c, "document_ingest", payload={
-        "content": "Runbook: billing deploys to Kubernetes", "document_id": "doc-1"}))
+    )
+    _good, _ = rt.db.write(
+        lambda c: queue.enqueue(
+            c, "document_ingest", payload={"content": "Runbook: billing deploys to Kubernetes", "document_id": "doc-1"}
+        )
+    )
     bad, _ = rt.db.write(lambda c: queue.enqueue(c, "document_ingest", payload={"document_id": "doc-2"}))
     rt.pipeline.worker.notify()
     assert wait_idle(rt) == {"completed": 1, "dead": 1}
@@ -516,9 +598,7 @@ def test_no_llm_call_runs_while_the_write_lock_is_held(pipeline_rt: Make, fake_l
     assert len(probes) >= 2 and set(probes) == {"free"}, probes
 
 
-def test_a_failing_embedder_still_writes_the_fact(
-    make_workspace: Callable[..., Any], fake_llm: FakeLLM
-) -> None:
+def test_a_failing_embedder_still_writes_the_fact(make_workspace: Callable[..., Any], fake_llm: FakeLLM) -> None:
     from signet.daemon.app import create_app
     from tests.conftest import start_runtime, write_config
     from tests.core.fake_embedder import FakeEmbeddingServer
@@ -526,8 +606,9 @@ def test_a_failing_embedder_still_writes_the_fact(
 
     with FakeEmbeddingServer() as emb:
         ws = make_workspace(embedding="ollama", memory=pipeline_config(fake_llm))
-        write_config(ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": emb.url,
-                                    "timeout": 1})
+        write_config(
+            ws, embedding={"provider": "ollama", "model": "nomic-embed-text", "base_url": emb.url, "timeout": 1}
+        )
         rt = start_runtime(ws)
         try:
             with TestClient(create_app(rt, manage_runtime=False)) as api:
@@ -579,8 +660,9 @@ def test_a_run_whose_lease_was_taken_over_applies_no_graph(pipeline_rt: Make, fa
     extraction status, completion) rolls back whole, B's applies once, and A cannot fail B's job."""
     rt, api = pipeline_rt("ollama", embedding="none", workers=0)  # no worker thread: the test drives the runs
     fake_llm.extract = lambda text: as_json({"facts": FACTS[:2], "entities": ENTITIES})
-    fake_llm.decide = lambda fact, cands: as_json({"action": "add", "targetId": None, "confidence": 0.9,
-                                                   "reason": "new"})
+    fake_llm.decide = lambda fact, cands: as_json(
+        {"action": "add", "targetId": None, "confidence": 0.9, "reason": "new"}
+    )
     src = remember(api, SOURCE)
     run_a = rt.db.write(queue.lease)
     assert run_a is not None and run_a.attempts == 1
@@ -619,12 +701,17 @@ def test_long_transcripts_are_extracted_chunk_by_chunk(pipeline_rt: Make, fake_l
     def extract(text: str) -> str:
         seen.append(text)
         n = len(seen)
-        return as_json({"facts": [{"content": f"Chunk {n} decision about the exporter", "type": "decision",
-                                   "confidence": 0.9}], "entities": []})
+        return as_json(
+            {
+                "facts": [{"content": f"Chunk {n} decision about the exporter", "type": "decision", "confidence": 0.9}],
+                "entities": [],
+            }
+        )
 
     fake_llm.extract = extract
-    turns = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "detail " * 150}
-             for i in range(30)]
+    turns = [
+        {"role": "user" if i % 2 == 0 else "assistant", "content": f"turn {i} " + "detail " * 150} for i in range(30)
+    ]
     r = api.post("/api/hooks/session-end", json={"harness": "codex", "session_id": "long-1", "turns": turns})
     assert r.status_code == 200, r.text
     wait_idle(rt)

@@ -49,8 +49,9 @@ def race(lease_fns: list[Callable[[], str | None]]) -> list[list[str]]:
 
 def naive_lease(conn: Any) -> str | None:
     """A lease that is NOT atomic (select, then update): the control the race test must catch."""
-    row = conn.execute("SELECT id FROM memory_jobs WHERE status = 'pending' ORDER BY created_at, rowid LIMIT 1"
-                       ).fetchone()
+    row = conn.execute(
+        "SELECT id FROM memory_jobs WHERE status = 'pending' ORDER BY created_at, rowid LIMIT 1"
+    ).fetchone()
     if row is None:
         return None
     time.sleep(0.0005)
@@ -122,8 +123,11 @@ def test_enqueue_dedup_retry_dead_and_requeue(tmp_path: Path) -> None:
         assert st["dead"] == 1 and st["by_type"]["extract"] == {"dead": 1, "pending": 1}
         assert st["last_error"] == "boom again"
         assert db.write(lambda c: queue.requeue_dead(c)) == [first[0]]
-        row = db.read(lambda c: c.execute("SELECT status, attempts, max_attempts FROM memory_jobs WHERE id = ?",
-                                          (first[0],)).fetchone())
+        row = db.read(
+            lambda c: c.execute(
+                "SELECT status, attempts, max_attempts FROM memory_jobs WHERE id = ?", (first[0],)
+            ).fetchone()
+        )
         assert tuple(row) == ("pending", 2, 4)  # a fresh budget of 2; the count goes on
         # Completing needs the lease.
         assert db.write(lambda c: queue.complete(c, first[0], {})) is False

@@ -35,8 +35,9 @@ def test_input_cap_and_prompt_files() -> None:
 
 
 def test_output_caps_and_think_stripping() -> None:
-    facts = [{"content": f"Fact number {i} about the billing system", "type": "fact", "confidence": 0.9}
-             for i in range(25)]
+    facts = [
+        {"content": f"Fact number {i} about the billing system", "type": "fact", "confidence": 0.9} for i in range(25)
+    ]
     ents = [{"source": f"e{i}", "relationship": "r", "target": "t", "confidence": 0.5} for i in range(60)]
     ex = parse_extraction(json.dumps({"facts": facts, "entities": ents}))
     assert len(ex.facts) == 20 and len(ex.entities) == 50
@@ -47,19 +48,29 @@ def test_output_caps_and_think_stripping() -> None:
     assert parse_extraction("[1, 2]").warnings == ["expected a JSON object, got list"]
     long = {"content": "x" * 2001, "type": "fact", "confidence": 0.5}
     assert "outside 10-2000" in parse_extraction(json.dumps({"facts": [long]})).warnings[0]
-    assert parse_extraction(json.dumps({"facts": [{"content": "ten chars!", "type": "fact", "confidence": True}]}
-                                       )).facts == []
+    assert (
+        parse_extraction(json.dumps({"facts": [{"content": "ten chars!", "type": "fact", "confidence": True}]})).facts
+        == []
+    )
 
 
-@pytest.mark.parametrize(("new", "old", "risk", "why"), [
-    ("Dark mode is disabled in the dashboard", "Dark mode is enabled in the dashboard", True, "antonyms enabled/disabled"),
-    ("The API does not require tokens", "The API requires tokens", True, "negation asymmetry"),
-    ("Bob can't deploy on Fridays", "Bob can deploy on Fridays", True, "negation asymmetry"),  # can't -> cant
-    ("We never deploy on Fridays", "We always deploy on Fridays", True, "negation asymmetry"),
-    ("Logging is on for billing", "Logging is off for billing", True, "antonyms on/off"),
-    ("Cats are not dogs", "Weather today is fine", False, None),  # fewer than two shared tokens
-    ("The staging host is beta-3", "The staging host is alpha-7", False, None),
-])
+@pytest.mark.parametrize(
+    ("new", "old", "risk", "why"),
+    [
+        (
+            "Dark mode is disabled in the dashboard",
+            "Dark mode is enabled in the dashboard",
+            True,
+            "antonyms enabled/disabled",
+        ),
+        ("The API does not require tokens", "The API requires tokens", True, "negation asymmetry"),
+        ("Bob can't deploy on Fridays", "Bob can deploy on Fridays", True, "negation asymmetry"),  # can't -> cant
+        ("We never deploy on Fridays", "We always deploy on Fridays", True, "negation asymmetry"),
+        ("Logging is on for billing", "Logging is off for billing", True, "antonyms on/off"),
+        ("Cats are not dogs", "Weather today is fine", False, None),  # fewer than two shared tokens
+        ("The staging host is beta-3", "The staging host is alpha-7", False, None),
+    ],
+)
 def test_contradiction_rules(new: str, old: str, risk: bool, why: str | None) -> None:
     c = contradiction.detect(new, old)
     assert (c.risk, c.reason) == (risk, why)
@@ -68,11 +79,13 @@ def test_contradiction_rules(new: str, old: str, risk: bool, why: str | None) ->
 def test_decision_parsing() -> None:
     fact = Fact("The staging server runs on beta-3", "fact", 0.9)
     cands = [Candidate("a" * 36, "The staging server runs on alpha-7", 0.8, False)]
-    ok = parse_decision('{"action": "update", "targetId": "' + "a" * 36 + '", "confidence": 0.8, "reason": "moved"}',
-                        fact, cands)
+    ok = parse_decision(
+        '{"action": "update", "targetId": "' + "a" * 36 + '", "confidence": 0.8, "reason": "moved"}', fact, cands
+    )
     assert (ok.action, ok.target_id, ok.rejected) == ("update", "a" * 36, False)
-    add = parse_decision('<think>x</think>{"action": "add", "targetId": null, "confidence": 1, "reason": "new"}',
-                         fact, cands)
+    add = parse_decision(
+        '<think>x</think>{"action": "add", "targetId": null, "confidence": 1, "reason": "new"}', fact, cands
+    )
     assert add.action == "add" and add.target_id is None and not add.rejected
     for raw, msg in [
         ('{"action": "merge", "confidence": 0.5, "reason": "x"}', "invalid action"),
@@ -88,8 +101,11 @@ def test_decision_parsing() -> None:
 def test_providers_map_bad_answers_to_errors(fake_llm: FakeLLM, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     s = ExtractionSettings(provider="ollama", endpoint=fake_llm.url, timeout=0.5, api_key="test-key")
-    providers = [OllamaProvider(s), OpenAIProvider(s.model_copy(update={"endpoint": fake_llm.url + "/v1"})),
-                 AnthropicProvider(s)]
+    providers = [
+        OllamaProvider(s),
+        OpenAIProvider(s.model_copy(update={"endpoint": fake_llm.url + "/v1"})),
+        AnthropicProvider(s),
+    ]
     prompt_text = "You extract durable knowledge\nText:\n<<<\nx\n>>>"
     for prov in providers:
         fake_llm.extract = lambda text: Reply(raw=b"{not json")
@@ -108,7 +124,9 @@ def test_providers_map_bad_answers_to_errors(fake_llm: FakeLLM, monkeypatch: pyt
         assert prov.complete(prompt_text) == '{"facts": []}'
         assert prov.health() == (True, None)
     assert AnthropicProvider(s.model_copy(update={"api_key": None})).health() == (
-        False, "anthropic: no API key (memory.pipelineV2.extraction.api_key or ANTHROPIC_API_KEY)")
+        False,
+        "anthropic: no API key (memory.pipelineV2.extraction.api_key or ANTHROPIC_API_KEY)",
+    )
     none = NoProvider(s)
     with pytest.raises(LlmUnavailable):
         none.complete("x")
@@ -140,10 +158,16 @@ def test_transcript_chunking_keeps_turns_whole_and_the_end() -> None:
     kept = chunk_transcript(long)
     assert len(kept) == MAX_CHUNKS and kept[-1].endswith(turns[-1])
     assert chunk_transcript("short") == ["short"]
-    a = parse_extraction(json.dumps({"facts": [{"content": "The exporter runs nightly", "type": "fact",
-                                                "confidence": 0.9}], "entities": []}))
-    b = parse_extraction(json.dumps({"facts": [{"content": "the exporter  runs NIGHTLY", "type": "fact",
-                                                "confidence": 0.8}, {"bad": 1}]}))
+    a = parse_extraction(
+        json.dumps(
+            {"facts": [{"content": "The exporter runs nightly", "type": "fact", "confidence": 0.9}], "entities": []}
+        )
+    )
+    b = parse_extraction(
+        json.dumps(
+            {"facts": [{"content": "the exporter  runs NIGHTLY", "type": "fact", "confidence": 0.8}, {"bad": 1}]}
+        )
+    )
     m = merge([a, b], dropped_chunks=2)
     assert len(m.facts) == 1 and m.warnings[0].startswith("chunk 2: facts[1]")
     assert "the first 2 were skipped" in m.warnings[-1]

@@ -35,14 +35,20 @@ def env(tmp_path: Path) -> dict[str, str]:
     (info / "entry_points.txt").write_text("[signet]\ntoy = toy_signet_plugin\n")
     home = tmp_path / "home"
     home.mkdir()
-    return {**os.environ, "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
-            "HOME": str(home), "SIGNET_WORKSPACE": str(tmp_path / "ws"), "SIGNET_HOST": "127.0.0.1",
-            "SIGNET_PORT": str(free_port())}
+    return {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]),
+        "HOME": str(home),
+        "SIGNET_WORKSPACE": str(tmp_path / "ws"),
+        "SIGNET_HOST": "127.0.0.1",
+        "SIGNET_PORT": str(free_port()),
+    }
 
 
 def signet(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True,
-                          env=env, timeout=120)
+    return subprocess.run(
+        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+    )
 
 
 def test_a_plugin_adds_providers_a_harness_and_an_adapter(env: dict[str, str], tmp_path: Path) -> None:

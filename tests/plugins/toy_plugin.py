@@ -69,8 +69,11 @@ class ToyHarness(Harness):
     display_name = "Toy"
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
-        return [OwnedFile(ctx.home / ".toy" / "signet.md", "owned", "toy rules", content="# signet toy\n",
-                          marker="signet toy")]
+        return [
+            OwnedFile(
+                ctx.home / ".toy" / "signet.md", "owned", "toy rules", content="# signet toy\n", marker="signet toy"
+            )
+        ]
 
 
 class ToyAdapter:

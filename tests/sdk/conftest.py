@@ -17,8 +17,11 @@ TOMBSTONE_SECONDS = 3.0
 def sdk_daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
     ws = Workspace(tmp_path_factory.mktemp("sdk") / "ws")
     setup_workspace(ws, agent_name="test-agent", user_name="Tester", embedding_provider="none")
-    write_config(ws, memory={"pipelineV2": {"enabled": False}, "forget_confirm_threshold": 2},
-                 retention={"tombstone_days": TOMBSTONE_SECONDS / 86400})
+    write_config(
+        ws,
+        memory={"pipelineV2": {"enabled": False}, "forget_confirm_threshold": 2},
+        retention={"tombstone_days": TOMBSTONE_SECONDS / 86400},
+    )
     d = launch_daemon(ws)
     yield d
     d.stop()

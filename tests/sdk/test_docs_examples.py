@@ -26,10 +26,15 @@ def test_the_doc_has_examples() -> None:
 
 @pytest.mark.parametrize("index", range(len(BLOCKS)))
 def test_sdk_doc_example_runs(index: int, sdk_daemon: DaemonProcess) -> None:
-    env = {**os.environ, "SIGNET_HOST": "127.0.0.1", "SIGNET_PORT": str(sdk_daemon.port),
-           "SIGNET_WORKSPACE": str(sdk_daemon.workspace.root)}
+    env = {
+        **os.environ,
+        "SIGNET_HOST": "127.0.0.1",
+        "SIGNET_PORT": str(sdk_daemon.port),
+        "SIGNET_WORKSPACE": str(sdk_daemon.workspace.root),
+    }
     env.pop("SIGNET_TOKEN", None)
-    proc = subprocess.run([sys.executable, "-c", BLOCKS[index]], env=env, capture_output=True, text=True,
-                          timeout=60, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", BLOCKS[index]], env=env, capture_output=True, text=True, timeout=60, check=False
+    )
     assert proc.returncode == 0, f"example {index + 1} failed:\n{BLOCKS[index]}\n{proc.stderr[-2000:]}"
     assert proc.stdout.strip(), "examples print what they show"

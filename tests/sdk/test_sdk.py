@@ -60,8 +60,7 @@ def test_memory_methods(client: SignetClient) -> None:
 
     upd = client.modify(saved.id, reason="version bump", if_version=1, content=f"{t}: Postgres 17 everywhere")
     assert upd.status == "updated" and upd.newVersion == 2
-    many = client.modify_batch([{"id": saved.id, "importance": 0.9}, {"id": "missing", "pinned": True}],
-                               reason="tidy")
+    many = client.modify_batch([{"id": saved.id, "importance": 0.9}, {"id": "missing", "pinned": True}], reason="tidy")
     assert [r.status for r in many.results] == ["updated", "not_found"] and many.updated == 1
 
     deleted = client.delete(batch.results[0].id, reason="duplicate")
@@ -90,7 +89,8 @@ def test_feedback_and_hook_methods(client: SignetClient) -> None:
     assert rated.recorded == 1
     stored = client.list_feedback(session_id=f"sess-{t}")
     assert isinstance(stored, FeedbackList) and [(i.memory_id, i.feedback, i.actor) for i in stored.items] == [
-        (mid, "positive", "sdk")]
+        (mid, "positive", "sdk")
+    ]
 
     start = client.session_start(harness="codex", session_id=f"sess-{t}", project="web")
     assert isinstance(start, SessionStartResponse) and start.tokens <= start.budget
@@ -99,8 +99,11 @@ def test_feedback_and_hook_methods(client: SignetClient) -> None:
     assert client.pre_compaction(harness="codex").instructions
     compacted = client.compaction_complete(f"{t} we refactored the parser", harness="codex", session_id=f"sess-{t}")
     assert client.get(compacted.memory_id).content.endswith("we refactored the parser")
-    ended = client.session_end(f"sess-{t}", harness="codex", turns=[
-        {"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}])
+    ended = client.session_end(
+        f"sess-{t}",
+        harness="codex",
+        turns=[{"role": "user", "content": "hello"}, {"role": "assistant", "content": "hi"}],
+    )
     assert ended.turns == 2
 
 
@@ -160,8 +163,12 @@ def _comparable(value: Any) -> Any:
 
 def test_sync_and_async_give_identical_results(client: SignetClient, sdk_daemon: DaemonProcess) -> None:
     t = tag()
-    ids = [r.id for r in client.remember_batch([{"content": f"{t} parity {i} about rust and sqlite", "tags": [t]}
-                                                for i in range(3)]).results]
+    ids = [
+        r.id
+        for r in client.remember_batch(
+            [{"content": f"{t} parity {i} about rust and sqlite", "tags": [t]} for i in range(3)]
+        ).results
+    ]
     client.modify(ids[0], reason="parity", pinned=True)
     calls: list[tuple[str, tuple[Any, ...], dict[str, Any]]] = [
         ("recall", (f"{t} rust sqlite",), {"tags": [t], "limit": 5, "track_access": False}),

@@ -155,8 +155,9 @@ def test_signet_mcp_passes_its_token(auth_url: str, tmp_path: Path) -> None:
     env = {"PATH": os.environ.get("PATH", ""), "SIGNET_WORKSPACE": str(tmp_path / "ws")}
 
     async def memory_get(*args: str) -> str:
-        params = StdioServerParameters(command=sys.executable, args=["-m", "signet.cli.main", "mcp", "--url", auth_url,
-                                                                     *args], env=env)
+        params = StdioServerParameters(
+            command=sys.executable, args=["-m", "signet.cli.main", "mcp", "--url", auth_url, *args], env=env
+        )
         async with Client(params) as c:
             r = await c.call_tool("memory_get", {"id": "private-1"})
             assert r.is_error

@@ -71,8 +71,12 @@ def test_coarse_rows_follow_upserts_and_removals_and_refit_as_the_index_grows() 
     exact = VectorIndex()
     exact.coarse_min_rows = 10**9
     every = np.concatenate([vecs, more])
-    exact.upsert_many([f"m{i}" for i in range(len(vecs))] + [f"x{i}" for i in range(len(more))], every,
-                      ["p1"] * len(every), [None] * len(every))
+    exact.upsert_many(
+        [f"m{i}" for i in range(len(vecs))] + [f"x{i}" for i in range(len(more))],
+        every,
+        ["p1"] * len(every),
+        [None] * len(every),
+    )
     exact.upsert("m7", q, "p1", None)
     for probe in anisotropic(20, seed=6):
         assert ids(index.search(probe, 30)) == ids(exact.search(probe, 30))

@@ -69,8 +69,10 @@ def test_migration_8_scopes_dedupe_by_agent_and_project_on_an_existing_store() -
     conn = sqlite3.connect(":memory:", isolation_level=None)
     migrate(conn, [m for m in MIGRATIONS if m.version <= 7])
     _add(conn, 1, "same text")
-    dup = ("INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at, project,"
-           " agent_id) VALUES (?, 'same text', 'same text', 'h1', 't', 't', ?, ?)")
+    dup = (
+        "INSERT INTO memories(id, content, normalized_content, content_hash, created_at, updated_at, project,"
+        " agent_id) VALUES (?, 'same text', 'same text', 'h1', 't', 't', ?, ?)"
+    )
     try:
         conn.execute(dup, ("m2", "other-project", "default"))
         raise AssertionError("before migration 8 the hash was unique store-wide")

@@ -26,8 +26,30 @@ from signet.store.migrations import MIGRATIONS
 from signet.store.sqlite import sqlite3
 from signet.store.thread_context import CONTEXT_WEIGHT, rebuild
 
-WORDS = ["road", "trip", "climb", "climbing", "climbs", "woodhaven", "postgres", "deploy", "thursday", "cafe",
-         "Café", "naïve", "über", "x_y", "42", "2023", "ship", "shipping", "review", "merge", "the", "Straße"]
+WORDS = [
+    "road",
+    "trip",
+    "climb",
+    "climbing",
+    "climbs",
+    "woodhaven",
+    "postgres",
+    "deploy",
+    "thursday",
+    "cafe",
+    "Café",
+    "naïve",
+    "über",
+    "x_y",
+    "42",
+    "2023",
+    "ship",
+    "shipping",
+    "review",
+    "merge",
+    "the",
+    "Straße",
+]
 
 
 @pytest.fixture
@@ -42,8 +64,13 @@ def db(tmp_path: Path) -> Iterator[Database]:
 _n = {"i": 0}
 
 
-def insert(conn: Any, content: str, source_id: str | None = "s1", project: str | None = "p",
-           created_at: str = "2024-01-01T00:00:00+00:00") -> int:
+def insert(
+    conn: Any,
+    content: str,
+    source_id: str | None = "s1",
+    project: str | None = "p",
+    created_at: str = "2024-01-01T00:00:00+00:00",
+) -> int:
     _n["i"] += 1
     n = _n["i"]
     conn.execute(
@@ -62,13 +89,16 @@ def fts5(conn: Any, terms: list[tuple[str, bool]]) -> dict[int, float]:
 
 def fts5_top(conn: Any, terms: list[tuple[str, bool]], k: int) -> list[tuple[int, float]]:
     match = match_of(terms)
-    sql = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
-           " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
+    sql = (
+        f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
+        " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?"
+    )
     return [(int(r[0]), float(r[1])) for r in conn.execute(sql, (match, k))]
 
 
-def mirrored(db: Database, mirror: KeywordMirror, terms: list[tuple[str, bool]], k: int = 10**6,
-             **kw: Any) -> dict[int, float]:
+def mirrored(
+    db: Database, mirror: KeywordMirror, terms: list[tuple[str, bool]], k: int = 10**6, **kw: Any
+) -> dict[int, float]:
     hits = db.read(lambda c: mirror.search(c, terms, k, **kw))
     assert hits is not None
     return dict(hits)
@@ -81,8 +111,12 @@ def assert_same(expected: dict[int, float], got: dict[int, float]) -> None:
 
 
 QUERIES: list[list[tuple[str, bool]]] = [
-    [("climb", True)], [("road", False), ("trip", False)], [("cafe", False), ("uber", False)],
-    [("ship", True), ("42", False), ("thursday", False)], [("the", False)], [("strasse", False), ("naive", False)],
+    [("climb", True)],
+    [("road", False), ("trip", False)],
+    [("cafe", False), ("uber", False)],
+    [("ship", True), ("42", False), ("thursday", False)],
+    [("the", False)],
+    [("strasse", False), ("naive", False)],
     [("woodhaven", True), ("review", True), ("merge", True), ("postgres", True)],
 ]
 
@@ -127,8 +161,31 @@ def test_any_text_is_tokenised_as_fts5_does() -> None:
     """Non-ASCII words go to FTS5 word by word (split at whitespace) and are cached: the
     tokens of the whole text must still be exactly FTS5's for the whole text."""
     oracle = fts5_tokenizer()
-    words = st.sampled_from(["Café", "naïve", "ÜBER", "straße", "don\u2019t", "日本語", "😀", "x_y", "İstanbul", "Ǆemal",
-                             "ﬁne", "①②", "e\u0301", "ǅ", "ⅷ", "\u00a0", "\u2003", "\u3000", "\x1c", "\x85", "\t"])
+    words = st.sampled_from(
+        [
+            "Café",
+            "naïve",
+            "ÜBER",
+            "straße",
+            "don\u2019t",
+            "日本語",
+            "😀",
+            "x_y",
+            "İstanbul",
+            "Ǆemal",
+            "ﬁne",
+            "①②",
+            "e\u0301",
+            "ǅ",
+            "ⅷ",
+            "\u00a0",
+            "\u2003",
+            "\u3000",
+            "\x1c",
+            "\x85",
+            "\t",
+        ]
+    )
     text = st.lists(st.one_of(words, st.text(max_size=8)), max_size=12).map(" ".join)
 
     @settings(max_examples=300, deadline=None)
@@ -162,21 +219,48 @@ def test_mirror_follows_every_write_path(db: Database) -> None:
     check_all(db, mirror)
     assert len(mirror.index) == db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
     # The project moved: the mirror's project filter sees it at once.
-    assert seqs[8] in mirrored(db, mirror, [("road", False), ("trip", False), ("climb", True), ("ship", True),
-                                            ("review", False), ("merge", False), ("the", False), ("42", False),
-                                            ("cafe", False), ("woodhaven", False), ("postgres", False),
-                                            ("deploy", False), ("thursday", False), ("naive", False),
-                                            ("uber", False), ("2023", False), ("strasse", False), ("x", False)],
-                                   project="q")
+    assert seqs[8] in mirrored(
+        db,
+        mirror,
+        [
+            ("road", False),
+            ("trip", False),
+            ("climb", True),
+            ("ship", True),
+            ("review", False),
+            ("merge", False),
+            ("the", False),
+            ("42", False),
+            ("cafe", False),
+            ("woodhaven", False),
+            ("postgres", False),
+            ("deploy", False),
+            ("thursday", False),
+            ("naive", False),
+            ("uber", False),
+            ("2023", False),
+            ("strasse", False),
+            ("x", False),
+        ],
+        project="q",
+    )
 
 
 @settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
-@given(ops=st.lists(st.tuples(st.sampled_from(["add", "add", "add", "edit", "forget", "recover", "move", "purge",
-                                                "merge"]),
-                              st.integers(0, 10**6), st.lists(st.sampled_from(WORDS), min_size=0, max_size=8)),
-                    min_size=1, max_size=40))
-def test_mirror_equals_fts5_after_any_writes(tmp_path_factory: pytest.TempPathFactory,
-                                             ops: list[tuple[str, int, list[str]]]) -> None:
+@given(
+    ops=st.lists(
+        st.tuples(
+            st.sampled_from(["add", "add", "add", "edit", "forget", "recover", "move", "purge", "merge"]),
+            st.integers(0, 10**6),
+            st.lists(st.sampled_from(WORDS), min_size=0, max_size=8),
+        ),
+        min_size=1,
+        max_size=40,
+    )
+)
+def test_mirror_equals_fts5_after_any_writes(
+    tmp_path_factory: pytest.TempPathFactory, ops: list[tuple[str, int, list[str]]]
+) -> None:
     db = Database(tmp_path_factory.mktemp("kw") / "m.db").open()
     try:
         db.write(lambda c: [insert(c, f"seed {w}", source_id=f"s{i % 3}") for i, w in enumerate(WORDS)])
@@ -189,14 +273,23 @@ def test_mirror_equals_fts5_after_any_writes(tmp_path_factory: pytest.TempPathFa
             if op == "add" or target is None:
                 db.write(lambda c, t=text, p=pick: insert(c, t, source_id=f"s{p % 3}" if p % 5 else None))  # type: ignore[misc]
             elif op == "edit":
-                db.write(lambda c, t=text, s=target: c.execute(  # type: ignore[misc]
-                    "UPDATE memories SET content = ? WHERE seq = ?", (t, s)))
+                db.write(
+                    lambda c, t=text, s=target: c.execute(  # type: ignore[misc]
+                        "UPDATE memories SET content = ? WHERE seq = ?", (t, s)
+                    )
+                )
             elif op in ("forget", "recover"):
-                db.write(lambda c, s=target, d=int(op == "forget"): c.execute(  # type: ignore[misc]
-                    "UPDATE memories SET is_deleted = ? WHERE seq = ?", (d, s)))
+                db.write(
+                    lambda c, s=target, d=int(op == "forget"): c.execute(  # type: ignore[misc]
+                        "UPDATE memories SET is_deleted = ? WHERE seq = ?", (d, s)
+                    )
+                )
             elif op == "move":
-                db.write(lambda c, s=target, p=pick: c.execute(  # type: ignore[misc]
-                    "UPDATE memories SET source_id = ? WHERE seq = ?", (f"s{p % 4}", s)))
+                db.write(
+                    lambda c, s=target, p=pick: c.execute(  # type: ignore[misc]
+                        "UPDATE memories SET source_id = ? WHERE seq = ?", (f"s{p % 4}", s)
+                    )
+                )
             elif op == "purge":
                 db.write(lambda c, s=target: c.execute("DELETE FROM memories WHERE seq = ?", (s,)))  # type: ignore[misc]
             else:
@@ -208,17 +301,28 @@ def test_mirror_equals_fts5_after_any_writes(tmp_path_factory: pytest.TempPathFa
 
 def test_top_k_filters_and_ties(db: Database) -> None:
     # Identical rows score alike: ties are broken by seq, as documented.
-    seqs = db.write(lambda c: [insert(c, "deploy on thursday", source_id=None,
-                                      project="a" if i % 2 else "b",
-                                      created_at=f"2024-0{1 + i % 3}-10T00:00:00+00:00") for i in range(9)])
+    seqs = db.write(
+        lambda c: [
+            insert(
+                c,
+                "deploy on thursday",
+                source_id=None,
+                project="a" if i % 2 else "b",
+                created_at=f"2024-0{1 + i % 3}-10T00:00:00+00:00",
+            )
+            for i in range(9)
+        ]
+    )
     mirror = KeywordMirror(db)
     mirror.build()
     top = db.read(lambda c: mirror.search(c, [("deploy", False)], 4))
     assert top is not None and [s for s, _ in top] == seqs[:4]
     in_a = db.read(lambda c: mirror.search(c, [("deploy", False)], 100, project="a"))
     assert in_a is not None and [s for s, _ in in_a] == seqs[1::2]
-    feb = (time.mktime((2024, 2, 1, 0, 0, 0, 0, 0, 0)) - time.timezone, time.mktime((2024, 3, 1, 0, 0, 0, 0, 0, 0))
-           - time.timezone)
+    feb = (
+        time.mktime((2024, 2, 1, 0, 0, 0, 0, 0, 0)) - time.timezone,
+        time.mktime((2024, 3, 1, 0, 0, 0, 0, 0, 0)) - time.timezone,
+    )
     in_feb = db.read(lambda c: mirror.search(c, [("deploy", False)], 100, created_between=feb))
     assert in_feb is not None and [s for s, _ in in_feb] == seqs[1::3]
     assert db.read(lambda c: mirror.search(c, [("deploy", False)], 100, project="nowhere")) == []
@@ -232,8 +336,9 @@ def test_queries_fts5_reads_as_phrases_are_left_to_fts5(db: Database) -> None:
     assert db.read(lambda c: mirror.search(c, [("x_y", False)], 10)) is None
 
 
-def test_a_search_sees_its_own_snapshot_and_falls_back_on_a_backlog(db: Database,
-                                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+def test_a_search_sees_its_own_snapshot_and_falls_back_on_a_backlog(
+    db: Database, monkeypatch: pytest.MonkeyPatch
+) -> None:
     mirror = KeywordMirror(db)
     mirror.build()
     seq = db.write(lambda c: insert(c, "postgres sixteen", source_id=None))
@@ -281,8 +386,7 @@ def test_a_search_in_an_older_snapshot_than_the_mirror_answers_without_a_rebuild
     assert mirror.ready and mirror.rebuilds == 0 and mirror.fallback_reasons["changed_outside"] == 0
 
 
-def test_repair_rebuild_and_trimmed_log_make_the_mirror_rebuild(db: Database,
-                                                                monkeypatch: pytest.MonkeyPatch) -> None:
+def test_repair_rebuild_and_trimmed_log_make_the_mirror_rebuild(db: Database, monkeypatch: pytest.MonkeyPatch) -> None:
     db.write(lambda c: [insert(c, f"road trip {i}") for i in range(10)])
     mirror = KeywordMirror(db)
     mirror.build()
@@ -299,8 +403,9 @@ def test_repair_rebuild_and_trimmed_log_make_the_mirror_rebuild(db: Database,
     db.write(lambda c: [insert(c, f"climbing {i}") for i in range(30)])
     db.read(lambda c: mirror.catch_up(c, 10**6))
     mirror._trim()
-    first, last, count = db.read(lambda c: c.execute(
-        "SELECT MIN(id), MAX(id), COUNT(*) FROM keyword_changes").fetchone())
+    first, last, count = db.read(
+        lambda c: c.execute("SELECT MIN(id), MAX(id), COUNT(*) FROM keyword_changes").fetchone()
+    )
     assert count < 30 and last >= first
     # A mirror whose cursor was trimmed away (another process) notices and rebuilds.
     assert db.read(lambda c: behind.catch_up(c, 10**6)) is False and not behind.ready

@@ -13,8 +13,16 @@ from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
 
-TOPICS = ["road trip to Woodhaven", "climbing at the gym", "PostgreSQL 16 upgrade", "deploys on Thursday",
-          "café in Straße 5", "the naïve Bayes model", "shipping the release", "code review of the merge"]
+TOPICS = [
+    "road trip to Woodhaven",
+    "climbing at the gym",
+    "PostgreSQL 16 upgrade",
+    "deploys on Thursday",
+    "café in Straße 5",
+    "the naïve Bayes model",
+    "shipping the release",
+    "code review of the merge",
+]
 PEOPLE = ["Caroline", "Melanie", "Jon", "Gina"]
 
 
@@ -25,9 +33,17 @@ def seed(rt: Runtime, n: int = 300) -> None:
     for i in range(n):
         who = rng.choice(PEOPLE)
         text = f"{who}: {rng.choice(TOPICS)} and {rng.choice(TOPICS).split()[-1]} ({i})"
-        reqs.append(RememberRequest(content=text, who=who, project=f"p{i % 3}", type=rng.choice(["fact", "episodic"]),
-                                    source_type="chat", source_id=f"session-{i // 12}",
-                                    created_at=start + timedelta(days=i)))
+        reqs.append(
+            RememberRequest(
+                content=text,
+                who=who,
+                project=f"p{i % 3}",
+                type=rng.choice(["fact", "episodic"]),
+                source_type="chat",
+                source_id=f"session-{i // 12}",
+                created_at=start + timedelta(days=i),
+            )
+        )
     rt.service.remember_batch(reqs, changed_by="test")
 
 
@@ -58,8 +74,9 @@ def test_recall_is_the_same_with_and_without_the_mirror(make_workspace: Callable
             a = on.service.recall(RecallRequest(**q, track_access=False))  # type: ignore[arg-type]
             b = off.service.recall(RecallRequest(**q, track_access=False))  # type: ignore[arg-type]
             assert a.count > 0, q
-            assert [(r.content, r.score, r.fts_score) for r in a.results] == \
-                   [(r.content, r.score, r.fts_score) for r in b.results], q
+            assert [(r.content, r.score, r.fts_score) for r in a.results] == [
+                (r.content, r.score, r.fts_score) for r in b.results
+            ], q
         assert on.keywords.index.stats() == before
         # Every keyword search was the mirror's but the phrase query's (two pools each: the
         # plain one and, for the dated question, that month's).

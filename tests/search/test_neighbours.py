@@ -20,8 +20,12 @@ def unit(*xs: float) -> Any:
 
 def test_context_cosine_blends_the_neighbours_and_leaves_threadless_memories_alone() -> None:
     index = VectorIndex(4)
-    index.upsert_many(["own", "prev", "next", "alone"], np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0),
-                      unit(0, 0, 1, 0), unit(1, 0, 0, 0)]), [None] * 4, [None] * 4)
+    index.upsert_many(
+        ["own", "prev", "next", "alone"],
+        np.stack([unit(1, 0, 0, 0), unit(0, 1, 0, 0), unit(0, 0, 1, 0), unit(1, 0, 0, 0)]),
+        [None] * 4,
+        [None] * 4,
+    )
     q = unit(0, 1, 0, 0)
     cos = {"own": 0.0, "alone": 0.0}
     out = context_cosines(q, cos, {"own": ("prev", "next")}, index)
@@ -62,7 +66,9 @@ def test_an_answer_is_found_by_the_question_before_it(api: TestClient, runtime: 
     # length and speaker); with the turn before it the reply gets 0.634.
     distractor = _remember(api, "Caroline: I like long drives when I need to think.")
     assert runtime.embeddings.wait_idle(60)
-    r = api.post("/api/memory/recall", json={"query": "How did Caroline like her road trip?", "alpha": 1.0, "limit": 10})
+    r = api.post(
+        "/api/memory/recall", json={"query": "How did Caroline like her road trip?", "alpha": 1.0, "limit": 10}
+    )
     assert r.status_code == 200, r.text
     ranked = [x["id"] for x in r.json()["results"]]
     assert ranked.index(reply) < ranked.index(distractor)

@@ -76,8 +76,13 @@ def test_only_names_said_by_a_large_share_of_the_scope_are_dominant() -> None:
     names.refresh(conn)
     assert names.dominant() == set()
     n = 0
-    for who, project, count in (("Caroline Smith", "a", 5), ("Melanie", "a", 5), (None, "a", 2),
-                                ("Priya", "b", 1), ("Jon", "b", 9)):
+    for who, project, count in (
+        ("Caroline Smith", "a", 5),
+        ("Melanie", "a", 5),
+        (None, "a", 2),
+        ("Priya", "b", 1),
+        ("Jon", "b", 9),
+    ):
         for _ in range(count):
             n += 1
             _add(conn, n, who, project)

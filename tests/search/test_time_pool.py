@@ -29,7 +29,8 @@ def unit(*xs: float) -> Any:
 def test_index_search_keeps_only_the_period_and_never_rows_without_a_time() -> None:
     index = VectorIndex(2)
     index.upsert_many(
-        ["jan", "mar", "unknown", "naive"], np.stack([unit(1, 0), unit(1, 1), unit(1, 0), unit(1, 0.5)]),
+        ["jan", "mar", "unknown", "naive"],
+        np.stack([unit(1, 0), unit(1, 1), unit(1, 0), unit(1, 0.5)]),
         [None] * 4,
         ["2023-01-10T00:00:00+00:00", "2023-03-10T12:00:00.000000+00:00", None, "2023-03-11T00:00:00"],
     )
@@ -78,7 +79,9 @@ def test_keyword_leg_draws_from_the_named_month(make_workspace: Callable[..., Wo
     try:
         with api:
             for day in (3, 9, 17):
-                _remember(api, f"Hiking, hiking and more hiking on the ridge trail, day {day}", f"2023-01-{day:02d}T10:00:00Z")
+                _remember(
+                    api, f"Hiking, hiking and more hiking on the ridge trail, day {day}", f"2023-01-{day:02d}T10:00:00Z"
+                )
             march = _remember(api, "Went hiking once with my sister", "2023-03-12T10:00:00Z")
             body = api.post("/api/memory/recall", json={"query": "hiking in March 2023", "limit": 1}).json()
             assert [r["id"] for r in body["results"]] == [march], body
@@ -96,14 +99,16 @@ def test_vector_leg_draws_from_the_named_month(make_workspace: Callable[..., Wor
         with api:
             # Both January memories are nearer the query than the March one (cosine 0.49 and
             # 0.37 against 0.35 with the bundled model), so the overall pool of two holds only them.
-            for i, text in enumerate(("Trekking over the mountain pass all weekend",
-                                      "Camping trip by the lake with the kids")):
+            for i, text in enumerate(
+                ("Trekking over the mountain pass all weekend", "Camping trip by the lake with the kids")
+            ):
                 _remember(api, text, f"2023-01-{5 + i:02d}T10:00:00Z")
             march = _remember(api, "We took a walk along the river in the park", "2023-03-14T10:00:00Z")
             rt.embeddings.wait_idle(timeout=60)
             # No query word is in any memory: the keyword leg is empty, the vector leg decides.
-            body = api.post("/api/memory/recall",
-                            json={"query": "outdoor excursions during March 2023", "limit": 2}).json()
+            body = api.post(
+                "/api/memory/recall", json={"query": "outdoor excursions during March 2023", "limit": 2}
+            ).json()
             assert body["method"] == "hybrid", body
             assert body["results"][0]["id"] == march, body
     finally:
@@ -112,8 +117,9 @@ def test_vector_leg_draws_from_the_named_month(make_workspace: Callable[..., Wor
     rt, api = _client(ws)
     try:
         with api:
-            body = api.post("/api/memory/recall",
-                            json={"query": "outdoor excursions during March 2023", "limit": 2}).json()
+            body = api.post(
+                "/api/memory/recall", json={"query": "outdoor excursions during March 2023", "limit": 2}
+            ).json()
             assert body["results"][0]["id"] == march, body
     finally:
         rt.stop()

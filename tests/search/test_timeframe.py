@@ -63,7 +63,11 @@ def test_widened_adds_the_slack_and_survives_the_calendar_edges() -> None:
 
 
 def test_boost_window_raises_only_memories_inside_and_caps() -> None:
-    created = {"in": "2023-03-15T10:00:00.000000+00:00", "out": "2024-01-01T00:00:00.000000+00:00", "hi": "2023-03-20T00:00:00.000000+00:00"}
+    created = {
+        "in": "2023-03-15T10:00:00.000000+00:00",
+        "out": "2024-01-01T00:00:00.000000+00:00",
+        "hi": "2023-03-20T00:00:00.000000+00:00",
+    }
     window = ("2023-03-01T00:00:00.000000+00:00", "2023-04-01T00:00:00.000000+00:00")
     out = boost_window({"in": 0.4, "out": 0.4, "hi": 0.9, "unknown": 0.4}, created, window)
     assert out == {"in": 0.4 * (1 + DATE_BOOST), "out": 0.4, "hi": 1.0, "unknown": 0.4}

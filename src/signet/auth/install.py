@@ -18,7 +18,9 @@ def install_auth(app: FastAPI, settings: Settings) -> None:
     origins = settings.auth.cors_origins
     if origins:  # closed unless configured: no CORS headers, browser pages of other sites get nothing
         app.add_middleware(
-            CORSMiddleware, allow_origins=origins, allow_methods=["GET", "POST", "PATCH", "DELETE"],
+            CORSMiddleware,
+            allow_origins=origins,
+            allow_methods=["GET", "POST", "PATCH", "DELETE"],
             allow_headers=["authorization", "content-type", "x-signet-actor", "x-signet-agent"],
         )
 

@@ -59,7 +59,11 @@ class AuthMiddleware:
         if not st.host_allowed(header(scope, b"host"), peer):
             raise Forbidden("Host header is not an allowed name for this daemon", reason="host_not_allowed")
         origin = header(scope, b"origin")
-        if origin is not None and origin.rstrip('/') not in st.allowed_origins and not st.host_allowed(urlsplit(origin).netloc or origin, peer):
+        if (
+            origin is not None
+            and origin.rstrip("/") not in st.allowed_origins
+            and not st.host_allowed(urlsplit(origin).netloc or origin, peer)
+        ):
             raise Forbidden("cross-origin requests are not accepted", reason="origin_not_allowed")
 
         method = scope.get("method", "GET")
@@ -176,5 +180,3 @@ def _first(query: dict[str, list[str]], names: tuple[str, ...]) -> str | None:
         if query.get(n):
             return query[n][0]
     return None
-
-

@@ -16,12 +16,34 @@ from typing import Literal
 from signet.auth.tokens import Role
 
 Permission = Literal[
-    "none", "local", "remember", "recall", "modify", "forget", "recover", "documents",
-    "connectors", "diagnostics", "analytics", "repair", "admin",
+    "none",
+    "local",
+    "remember",
+    "recall",
+    "modify",
+    "forget",
+    "recover",
+    "documents",
+    "connectors",
+    "diagnostics",
+    "analytics",
+    "repair",
+    "admin",
 ]
 ALL_PERMISSIONS: frozenset[Permission] = frozenset(
-    ("remember", "recall", "modify", "forget", "recover", "documents", "connectors",
-     "diagnostics", "analytics", "repair", "admin")
+    (
+        "remember",
+        "recall",
+        "modify",
+        "forget",
+        "recover",
+        "documents",
+        "connectors",
+        "diagnostics",
+        "analytics",
+        "repair",
+        "admin",
+    )
 )
 ROLE_PERMISSIONS: dict[Role, frozenset[Permission]] = {
     "admin": ALL_PERMISSIONS,

@@ -70,7 +70,7 @@ class AuthState:
             hosts.add(bind_host.lower())
         hosts.update(h.lower() for h in settings.auth.allowed_hosts)
         self.allowed_hosts = frozenset(hosts)
-        self.allowed_origins = frozenset(o.rstrip('/') for o in settings.auth.cors_origins)
+        self.allowed_origins = frozenset(o.rstrip("/") for o in settings.auth.cors_origins)
 
     def sync_roster(self) -> None:
         """Write the roster to the ``agents`` table once the database is open (at start, or on
@@ -113,7 +113,9 @@ class AuthState:
     def authenticate(self, token: str) -> Claims:
         claims = verify(token, self.secret, now=self.clock())
         tid = token_id(token)
-        revoked = self.db.read(lambda c: c.execute("SELECT 1 FROM auth_revocations WHERE token_id=?", (tid,)).fetchone())
+        revoked = self.db.read(
+            lambda c: c.execute("SELECT 1 FROM auth_revocations WHERE token_id=?", (tid,)).fetchone()
+        )
         if revoked is not None:
             raise Unauthorized("invalid or expired token")
         return claims
@@ -133,6 +135,3 @@ def revoke(db: Database, token: str, secret: bytes, reason: str | None = None) -
         )
     )
     return claims
-
-
-

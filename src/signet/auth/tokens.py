@@ -109,8 +109,15 @@ def sign(claims: Claims, secret: bytes) -> str:
 
 
 def issue(
-    secret: bytes, *, sub: str, role: Role, ttl_s: int, project: str | None = None,
-    agent: str | None = None, user: str | None = None, now: float | None = None,
+    secret: bytes,
+    *,
+    sub: str,
+    role: Role,
+    ttl_s: int,
+    project: str | None = None,
+    agent: str | None = None,
+    user: str | None = None,
+    now: float | None = None,
 ) -> tuple[str, Claims]:
     if role not in ROLES:
         raise InvalidRequest(f"unknown role {role!r}; one of {', '.join(ROLES)}")
@@ -133,7 +140,10 @@ def verify(token: str, secret: bytes, *, now: float | None = None) -> Claims:
         raw = json.loads(_b64d(payload_b64))
         scope = raw.get("scope") or {}
         claims = Claims(
-            sub=_str(raw["sub"]), role=raw["role"], iat=int(raw["iat"]), exp=int(raw["exp"]),
+            sub=_str(raw["sub"]),
+            role=raw["role"],
+            iat=int(raw["iat"]),
+            exp=int(raw["exp"]),
             scope=TokenScope(_opt(scope.get("project")), _opt(scope.get("agent")), _opt(scope.get("user"))),
         )
         if claims.role not in ROLES:

@@ -57,8 +57,9 @@ def _locomo(path: Path, seen: set[str], turns: list[str], questions: list[str]) 
         questions += [str(q["question"]) for q in sample["qa"] if int(q.get("category", 0)) in (1, 2, 3, 4)]
 
 
-def load(limit: int, *, locomo: Path | None, longmemeval: Path | None, spare: int = 4000,
-         seed: int = 5) -> Conversations:
+def load(
+    limit: int, *, locomo: Path | None, longmemeval: Path | None, spare: int = 4000, seed: int = 5
+) -> Conversations:
     """Up to ``limit`` distinct turns (plus ``spare`` more) from whichever files are given."""
     if locomo is None and longmemeval is None:
         raise ValueError("give at least one of locomo10.json and longmemeval_s_dev150.json.gz")
@@ -75,8 +76,7 @@ def load(limit: int, *, locomo: Path | None, longmemeval: Path | None, spare: in
     return Conversations(turns[:limit], turns[limit : limit + spare], questions)
 
 
-def vectors_for(turns: list[str], cache_dir: Path | None,
-                embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+def vectors_for(turns: list[str], cache_dir: Path | None, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """``embed(turns)``, kept in ``cache_dir`` under a digest of the texts (embedding 50k real
     turns takes minutes; the vectors of the same texts never change)."""
     key = hashlib.sha256("\n".join(turns).encode()).hexdigest()[:16]

@@ -61,14 +61,21 @@ def measure_round(embed: EmbedFn, batch: int, questions: list[str], docs: list[s
         embed([q])
         into.single_ms.append((time.perf_counter() - t0) * 1000)
     t0 = time.perf_counter()
-    out = [embed(docs[i:i + batch]) for i in range(0, len(docs), batch)]
+    out = [embed(docs[i : i + batch]) for i in range(0, len(docs), batch)]
     into.batch_s.append(time.perf_counter() - t0)
     if into.vectors is None:
         into.vectors = np.concatenate([embed(questions), *out])
 
 
-def compare(loaders: dict[str, Callable[[], EmbedFn]], *, queries: int = 100, docs: int = 256, batch: int = 32,
-            rounds: int = 3, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def compare(
+    loaders: dict[str, Callable[[], EmbedFn]],
+    *,
+    queries: int = 100,
+    docs: int = 256,
+    batch: int = 32,
+    rounds: int = 3,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """Load each embedder (timed), then measure them in ``rounds`` alternating rounds."""
     questions, memories = texts(queries, docs)
     embedders: dict[str, EmbedFn] = {}
@@ -92,8 +99,16 @@ def compare(loaders: dict[str, Callable[[], EmbedFn]], *, queries: int = 100, do
     return report
 
 
-def run(backends: list[Backend], *, threads: int = 1, queries: int = 100, docs: int = 256, batch: int = 32,
-        rounds: int = 3, progress: Callable[[str, int, int], None] | None = None) -> dict[str, Any]:
+def run(
+    backends: list[Backend],
+    *,
+    threads: int = 1,
+    queries: int = 100,
+    docs: int = 256,
+    batch: int = 32,
+    rounds: int = 3,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> dict[str, Any]:
     """``signet bench embed``: the bundled model on each of ``backends``, ``threads`` CPU threads."""
     from signet.embedding.local import LocalEmbedder
 
@@ -105,12 +120,19 @@ def run(backends: list[Backend], *, threads: int = 1, queries: int = 100, docs: 
 
         return load
 
-    report = compare({b: loader(b) for b in backends}, queries=queries, docs=docs, batch=batch, rounds=rounds,
-                     progress=progress)
+    report = compare(
+        {b: loader(b) for b in backends}, queries=queries, docs=docs, batch=batch, rounds=rounds, progress=progress
+    )
     return {
         "machine": {"cores": os.cpu_count(), "python": platform.python_version(), "load_avg": _load_avg()},
-        "options": {"backends": backends, "threads": threads, "queries": queries, "docs": docs, "batch": batch,
-                    "rounds": rounds},
+        "options": {
+            "backends": backends,
+            "threads": threads,
+            "queries": queries,
+            "docs": docs,
+            "batch": batch,
+            "rounds": rounds,
+        },
         "backends": report,
     }
 

@@ -186,8 +186,14 @@ def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress
             emb.store_vectors(hashes, [s.content for s in part], vectors[i : i + len(part)])
             svc.remember_batch(
                 [
-                    RememberRequest(content=s.content, who=s.who, project=s.project, tags=list(s.tags) or None,
-                                    created_at=_created_at(i + j, len(samples)), source_type="bench")
+                    RememberRequest(
+                        content=s.content,
+                        who=s.who,
+                        project=s.project,
+                        tags=list(s.tags) or None,
+                        created_at=_created_at(i + j, len(samples)),
+                        source_type="bench",
+                    )
                     for j, s in enumerate(part)
                 ],
                 changed_by="bench",
@@ -247,7 +253,9 @@ def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
     with log.open("ab") as fh:
         proc = subprocess.Popen(
             [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
-            stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
             env={**os.environ, "SIGNET_WORKSPACE": str(root), "TOKENIZERS_PARALLELISM": "false"},
         )
     d = Daemon(proc, port, log)
@@ -266,8 +274,9 @@ def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
                     continue
                 emb = st.get("embedding", {})
                 keywords = st.get("keyword_index", {}).get("state")
-                if (emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0)) \
-                        and keywords in ("ready", "off"):
+                if (
+                    emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0)
+                ) and keywords in ("ready", "off"):
                     break
                 if emb.get("state") == "unavailable":
                     raise RuntimeError(f"daemon embedder unavailable: {emb.get('error')}")
@@ -298,8 +307,9 @@ def pick_queries(samples: list[Sample], count: int, seed: int) -> list[tuple[str
     return out
 
 
-def measure_recall(url: str, queries: list[tuple[str, str]], warmup: int, limit: int,
-                   progress: Progress) -> dict[str, Any]:
+def measure_recall(
+    url: str, queries: list[tuple[str, str]], warmup: int, limit: int, progress: Progress
+) -> dict[str, Any]:
     """Sequential recalls over one keep-alive connection: client wall time and the server's own."""
     wall, server = Timing(), Timing()
     found = 0
@@ -328,8 +338,10 @@ def measure_recall(url: str, queries: list[tuple[str, str]], warmup: int, limit:
     }
 
 
-_FTS5_TOP = (f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
-             " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?")
+_FTS5_TOP = (
+    f"SELECT rowid, bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT}) AS r FROM memories_ctx_fts"
+    " WHERE memories_ctx_fts MATCH ? ORDER BY r LIMIT ?"
+)
 """Recall's keyword query as FTS5 alone answers it: its best rows by BM25, no join."""
 
 
@@ -350,7 +362,11 @@ def measure_fts(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
             rows += len(got)
     finally:
         conn.close()
-    return {**t.summary(), "sqlite": str(sqlite3.sqlite_version), "mean_rows": round(rows / max(len(t.values_ms), 1), 1)}
+    return {
+        **t.summary(),
+        "sqlite": str(sqlite3.sqlite_version),
+        "mean_rows": round(rows / max(len(t.values_ms), 1), 1),
+    }
 
 
 def measure_keywords(db_path: Path, queries: list[str], pool: int) -> dict[str, Any]:
@@ -376,23 +392,34 @@ def measure_keywords(db_path: Path, queries: list[str], pool: int) -> dict[str, 
             t0 = time.perf_counter()
             got = db.read(lambda c, terms=terms: mirror.search(c, terms, pool))  # type: ignore[misc]
             t.values_ms.append((time.perf_counter() - t0) * 1000)
-            expected = db.read(lambda c, m=match_of(terms): [  # type: ignore[misc]
-                (int(r[0]), float(r[1])) for r in c.execute(_FTS5_TOP, (m, pool))])
+            expected = db.read(
+                lambda c, m=match_of(terms): [  # type: ignore[misc]
+                    (int(r[0]), float(r[1])) for r in c.execute(_FTS5_TOP, (m, pool))
+                ]
+            )
             same += got == expected
         state = mirror.state()
     finally:
         db.close()
-    return {**t.summary(), "build_s": round(build_s, 2), "same_as_fts5": same, "postings": state.postings,
-            "bytes": state.bytes}
+    return {
+        **t.summary(),
+        "build_s": round(build_s, 2),
+        "same_as_fts5": same,
+        "postings": state.postings,
+        "bytes": state.bytes,
+    }
 
 
 def load_matrix(db_path: Path) -> Vectors:
     """Every live memory's vector, as the daemon's index holds them."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
     try:
-        blobs = [r[0] for r in conn.execute(
-            "SELECT e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE m.is_deleted = 0"
-        )]
+        blobs = [
+            r[0]
+            for r in conn.execute(
+                "SELECT e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE m.is_deleted = 0"
+            )
+        ]
     finally:
         conn.close()
     if not blobs:
@@ -430,8 +457,9 @@ def measure_embedding(queries: list[str]) -> tuple[dict[str, Any], Vectors]:
     return t.summary(), np.stack(rows) if rows else np.zeros((0, 384), dtype=np.float32)
 
 
-async def _remember_load(port: int, bodies: list[bytes], concurrency: int,
-                         progress: Progress) -> tuple[float, list[float], int, list[str]]:
+async def _remember_load(
+    port: int, bodies: list[bytes], concurrency: int, progress: Progress
+) -> tuple[float, list[float], int, list[str]]:
     """Send every body as ``POST /api/memory/remember`` over ``concurrency`` keep-alive connections.
 
     A deliberately small HTTP/1.1 client (pre-built requests, Content-Length framing), so the
@@ -512,8 +540,11 @@ def _ratio(a: float, b: float) -> float:
 
 def machine() -> dict[str, Any]:
     info: dict[str, Any] = {
-        "cpus": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-        "sqlite": str(sqlite3.sqlite_version), "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "sqlite": str(sqlite3.sqlite_version),
+        "numpy": np.__version__,
     }
     with contextlib.suppress(ImportError):
         import torch
@@ -605,17 +636,29 @@ def table(report: dict[str, Any]) -> Any:
     for name in ("fts5", "keyword_index", "numpy", "query_embedding"):
         for p in ("p50", "p95"):
             row(f"{name} alone {p}", lambda r, n=name, p=p: r["baselines"][n][p])  # type: ignore[misc]
-    row("keyword_index = fts5 top 50", lambda r: f"{r['baselines']['keyword_index']['same_as_fts5']}"
-        f"/{r['baselines']['keyword_index']['n']}")
+    row(
+        "keyword_index = fts5 top 50",
+        lambda r: f"{r['baselines']['keyword_index']['same_as_fts5']}/{r['baselines']['keyword_index']['n']}",
+    )
     row("keyword_index build s", lambda r: r["baselines"]["keyword_index"]["build_s"])
-    for key in ("recall_over_fts5_p95", "recall_over_numpy_p95", "recall_over_brute_sum_p50",
-                "recall_over_brute_sum_p95", "fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95"):
+    for key in (
+        "recall_over_fts5_p95",
+        "recall_over_numpy_p95",
+        "recall_over_brute_sum_p50",
+        "recall_over_brute_sum_p95",
+        "fts5_over_keyword_index_p50",
+        "fts5_over_keyword_index_p95",
+    ):
         label = key.removeprefix("recall_over_") if key.startswith("recall_over_") else key.replace("_over_", " / ")
         row(f"ratio {label}", lambda r, k=key: f"{r['ratios'][k]}x")  # type: ignore[misc]
     row("remember accepted/s", lambda r: r["remember"]["accepted_per_s"])
     row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
     row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])
     row("client CPU ms / remember", lambda r: r["remember"]["client_cpu_ms_per_remember"])
-    row("targets met", lambda r: "yes" if all(r["targets"].values()) else
-        "no: " + ", ".join(k for k, v in r["targets"].items() if not v))
+    row(
+        "targets met",
+        lambda r: (
+            "yes" if all(r["targets"].values()) else "no: " + ", ".join(k for k, v in r["targets"].items() if not v)
+        ),
+    )
     return t

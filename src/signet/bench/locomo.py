@@ -84,7 +84,9 @@ def turn_text(turn: dict[str, Any]) -> str:
     return text
 
 
-def load(path: Path, *, limit_conversations: int | None = None, limit_questions: int | None = None) -> list[Conversation]:
+def load(
+    path: Path, *, limit_conversations: int | None = None, limit_questions: int | None = None
+) -> list[Conversation]:
     data = json.loads(path.read_text())
     out: list[Conversation] = []
     for sample in data[:limit_conversations]:
@@ -112,20 +114,28 @@ def ingest(rt: Runtime, conv: Conversation, project: str) -> dict[str, str]:
     """Store every turn; returns memory id -> dia_id (identical turns share one memory)."""
     reqs = [
         # source_id = the session, as the harness hooks record a session's memories.
-        RememberRequest(content=t.content, who=t.speaker or None, project=project, created_at=t.when,
-                        source_type="bench", source_id=f"{project}:{t.dia_id.split(':')[0]}")
+        RememberRequest(
+            content=t.content,
+            who=t.speaker or None,
+            project=project,
+            created_at=t.when,
+            source_type="bench",
+            source_id=f"{project}:{t.dia_id.split(':')[0]}",
+        )
         for t in conv.turns
     ]
     owner: dict[str, str] = {}
     for i in range(0, len(reqs), 500):
-        for t, res in zip(conv.turns[i : i + 500], rt.service.remember_batch(reqs[i : i + 500], changed_by="bench"),
-                          strict=True):
+        for t, res in zip(
+            conv.turns[i : i + 500], rt.service.remember_batch(reqs[i : i + 500], changed_by="bench"), strict=True
+        ):
             owner.setdefault(res.id, t.dia_id)
     return owner
 
 
-def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
-             progress: Progress = no_progress) -> Report:
+def evaluate(
+    conversations: list[Conversation], rt: Runtime, *, limit: int = 10, progress: Progress = no_progress
+) -> Report:
     rep = Report(conversations=len(conversations))
     owners: list[dict[str, str]] = []
     started = time.perf_counter()
@@ -154,9 +164,14 @@ def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
                 rep.skipped_no_evidence += 1
                 continue
             t0 = time.perf_counter()
-            res = rt.service.recall(RecallRequest(
-                query=q.question, limit=limit, project=f"locomo-{i}", track_access=False,
-            ))
+            res = rt.service.recall(
+                RecallRequest(
+                    query=q.question,
+                    limit=limit,
+                    project=f"locomo-{i}",
+                    track_access=False,
+                )
+            )
             took.append((time.perf_counter() - t0) * 1000)
             ranked = [owners[i].get(r.id, "") for r in res.results]
             scores = {"mrr": mrr(ranked, gold)}
@@ -177,15 +192,24 @@ def evaluate(conversations: list[Conversation], rt: Runtime, *, limit: int = 10,
             rep.overall = avg
         else:
             rep.per_category[bucket] = avg
-    rep.latency_ms = {"p50": round(percentile(took, 50), 2), "p95": round(percentile(took, 95), 2),
-                      "mean": round(sum(took) / len(took), 2) if took else 0.0}
+    rep.latency_ms = {
+        "p50": round(percentile(took, 50), 2),
+        "p95": round(percentile(took, 95), 2),
+        "mean": round(sum(took) / len(took), 2) if took else 0.0,
+    }
     if mirror is not None:
         rep.keyword_index = {"answered": mirror.answered - answered, "fallbacks": mirror.fallbacks - fallbacks}
     return rep
 
 
-def run(path: Path, *, embedding: str = "local", limit_conversations: int | None = None,
-        limit_questions: int | None = None, progress: Progress = no_progress) -> Report:
+def run(
+    path: Path,
+    *,
+    embedding: str = "local",
+    limit_conversations: int | None = None,
+    limit_questions: int | None = None,
+    progress: Progress = no_progress,
+) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
     with bench_runtime(embedding) as rt:
         return evaluate(conversations, rt, progress=progress)

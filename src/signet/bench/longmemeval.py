@@ -52,8 +52,15 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
             if not content:
                 continue
             # source_id: an opaque per-session id (the real session ids never reach the store).
-            reqs.append(RememberRequest(content=f"{turn.get('role', 'user')}: {content}"[:20000], project=project,
-                                        created_at=when, source_type="bench", source_id=f"{project}:s{s_idx}"))
+            reqs.append(
+                RememberRequest(
+                    content=f"{turn.get('role', 'user')}: {content}"[:20000],
+                    project=project,
+                    created_at=when,
+                    source_type="bench",
+                    source_id=f"{project}:s{s_idx}",
+                )
+            )
             session_of.append(str(sid))
     owner: dict[str, str] = {}
     ids: list[str] = []
@@ -65,8 +72,15 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
     wait_vectors(rt)
     t0 = time.perf_counter()
     # Asked at its own date: nothing stored after the question may answer it.
-    res = rt.service.recall(RecallRequest(query=str(item["question"]), limit=RECALL_DEPTH, project=project,
-                                          until=parse_date(item.get("question_date")), track_access=False))
+    res = rt.service.recall(
+        RecallRequest(
+            query=str(item["question"]),
+            limit=RECALL_DEPTH,
+            project=project,
+            until=parse_date(item.get("question_date")),
+            track_access=False,
+        )
+    )
     took = (time.perf_counter() - t0) * 1000
     ranked = dedupe([owner[r.id] for r in res.results if r.id in owner])
     for mid in dict.fromkeys(ids):
@@ -74,8 +88,13 @@ def _one(rt: Runtime, n: int, item: dict[str, Any]) -> tuple[list[str], set[str]
     return ranked, {str(s) for s in item.get("answer_session_ids", [])}, took
 
 
-def evaluate(items: list[dict[str, Any]], rt: Runtime, *, progress: Progress = no_progress,
-             rankings: list[dict[str, Any]] | None = None) -> dict[str, Any]:
+def evaluate(
+    items: list[dict[str, Any]],
+    rt: Runtime,
+    *,
+    progress: Progress = no_progress,
+    rankings: list[dict[str, Any]] | None = None,
+) -> dict[str, Any]:
     """Score every non-abstention question; with ``rankings``, append each question's ranked sessions."""
     sums: dict[str, float] = {}
     per_type: dict[str, dict[str, float]] = {}
@@ -90,9 +109,13 @@ def evaluate(items: list[dict[str, Any]], rt: Runtime, *, progress: Progress = n
             continue
         ranked, gold, ms = _one(rt, n, item)
         if rankings is not None:
-            rankings.append({"question_id": str(item.get("question_id", n)),
-                             "question_type": str(item.get("question_type", "unknown")),
-                             "ranked_session_ids": ranked})
+            rankings.append(
+                {
+                    "question_id": str(item.get("question_id", n)),
+                    "question_type": str(item.get("question_type", "unknown")),
+                    "ranked_session_ids": ranked,
+                }
+            )
         if not gold:
             skipped += 1
             continue
@@ -113,14 +136,23 @@ def evaluate(items: list[dict[str, Any]], rt: Runtime, *, progress: Progress = n
     overall = {k: round(v / n_scored, 4) for k, v in sums.items()} if n_scored else {}
     types = {t: {k: (round(v / b["n"], 4) if k != "n" else int(v)) for k, v in b.items()} for t, b in per_type.items()}
     return {
-        "questions": n_scored, "skipped": skipped, "overall": overall, "per_type": types,
+        "questions": n_scored,
+        "skipped": skipped,
+        "overall": overall,
+        "per_type": types,
         "latency_ms": {"p50": round(percentile(took, 50), 2), "p95": round(percentile(took, 95), 2)},
         "total_s": round(time.perf_counter() - started, 2),
     }
 
 
-def run(path: Path, *, embedding: str = "local", limit: int | None = None, out: Path | None = None,
-        progress: Progress = no_progress) -> dict[str, Any]:
+def run(
+    path: Path,
+    *,
+    embedding: str = "local",
+    limit: int | None = None,
+    out: Path | None = None,
+    progress: Progress = no_progress,
+) -> dict[str, Any]:
     """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
     items = json.loads(path.read_text())
     if not isinstance(items, list):

@@ -161,8 +161,9 @@ class Load:
                 t0 = time.perf_counter()
                 try:
                     if roll < 0.85:
-                        r = c.post("/api/memory/recall", json={"query": questions[rng.randrange(len(questions))],
-                                                                "limit": 10})
+                        r = c.post(
+                            "/api/memory/recall", json={"query": questions[rng.randrange(len(questions))], "limit": 10}
+                        )
                         bucket = self.stats.recall_ms
                     elif roll < 0.95:  # 10 %
                         r = c.post("/api/memory/remember", json={"content": self._next_turn(), "source_type": "bench"})
@@ -277,8 +278,11 @@ def soak(d: Daemon, data: Conversations, opts: ReliabilityOptions, progress: Pro
     after = scrape(d.url)
 
     def delta(prefix: str) -> dict[str, int]:
-        return {k.split("reason=")[-1].rstrip("}") if "reason=" in k else k: int(after[k] - before.get(k, 0))
-                for k in after if k.startswith(prefix)}
+        return {
+            k.split("reason=")[-1].rstrip("}") if "reason=" in k else k: int(after[k] - before.get(k, 0))
+            for k in after
+            if k.startswith(prefix)
+        }
 
     held = [s["connections_open"] for s in samples[1:]] or [0]
     return {
@@ -408,8 +412,13 @@ def fuzz(url: str, examples: int, progress: Progress) -> dict[str, Any]:
         )
     except ImportError:
         return {"ran": False, "why": "schemathesis is not installed: pip install -e '.[test]'"}
-    checks = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-              response_headers_conformance]
+    checks = [
+        not_a_server_error,
+        status_code_conformance,
+        content_type_conformance,
+        response_schema_conformance,
+        response_headers_conformance,
+    ]
     schema = schemathesis.openapi.from_url(f"{url}/openapi.json")
     from schemathesis.core.result import Ok
 
@@ -423,8 +432,13 @@ def fuzz(url: str, examples: int, progress: Progress) -> dict[str, Any]:
             failures.append(f"invalid schema: {result.err()}")
     for i, op in enumerate(operations):
 
-        @settings(max_examples=examples, deadline=None, suppress_health_check=list(HealthCheck), database=None,
-                  derandomize=True)
+        @settings(
+            max_examples=examples,
+            deadline=None,
+            suppress_health_check=list(HealthCheck),
+            database=None,
+            derandomize=True,
+        )
         @given(case=op.as_strategy())
         def check(case: Any) -> None:
             nonlocal cases
@@ -437,8 +451,7 @@ def fuzz(url: str, examples: int, progress: Progress) -> dict[str, Any]:
             first = str(exc).strip().splitlines()[0][:300] if str(exc).strip() else type(exc).__name__
             failures.append(f"{op.label}: {first}")
         progress("fuzz", i + 1, len(operations))
-    return {"ran": True, "operations": len(operations), "cases": cases, "failures": len(failures),
-            "failed": failures}
+    return {"ran": True, "operations": len(operations), "cases": cases, "failures": len(failures), "failed": failures}
 
 
 # -- the whole run ----------------------------------------------------------------------------
@@ -446,15 +459,15 @@ def fuzz(url: str, examples: int, progress: Progress) -> dict[str, Any]:
 
 def run(opts: ReliabilityOptions, progress: Progress = _noop) -> dict[str, Any]:
     raise_fd_limit(opts.idle_connections + 1024)  # the holder's sockets are this process's files too
-    data = load(opts.memories, locomo=opts.locomo, longmemeval=opts.longmemeval,
-                spare=max(50, opts.memories // 10))
+    data = load(opts.memories, locomo=opts.locomo, longmemeval=opts.longmemeval, spare=max(50, opts.memories // 10))
     base = Path(tempfile.mkdtemp(prefix="signet-reliability-", dir=opts.workdir))
     try:
         vecs = vectors_for(data.turns, opts.cache_dir, lambda t: embed_bulk(t, progress))
         root = base / "ws"
         projects = ["alpha", "beta", "gamma", "delta"]
-        samples = [Sample(content=t, question="", project=projects[i % 4], who="", tags=())
-                   for i, t in enumerate(data.turns)]
+        samples = [
+            Sample(content=t, question="", project=projects[i % 4], who="", tags=()) for i, t in enumerate(data.turns)
+        ]
         seed_workspace(root, samples, vecs, progress)
         text_mb = sum(len(t.encode()) for t in data.turns) / 2**20
         with run_daemon(root, timeout=1800) as d:
@@ -464,8 +477,11 @@ def run(opts: ReliabilityOptions, progress: Progress = _noop) -> dict[str, Any]:
             fuzzed = fuzz(d.url, opts.fuzz_examples, progress)
         report: dict[str, Any] = {
             "machine": machine(),
-            "store": {"memories": len(data.turns), "text_mb": round(text_mb, 1),
-                      "avg_chars": round(sum(map(len, data.turns)) / max(len(data.turns), 1))},
+            "store": {
+                "memories": len(data.turns),
+                "text_mb": round(text_mb, 1),
+                "avg_chars": round(sum(map(len, data.turns)) / max(len(data.turns), 1)),
+            },
             "soak": soaked,
             "kills": killed,
             "fuzz": fuzzed,
@@ -484,8 +500,10 @@ def verdict(report: dict[str, Any]) -> dict[str, Any]:
     s, k, f = report["soak"], report["kills"], report["fuzz"]
     bars = {
         "no_acknowledged_write_lost": k["acknowledged_lost"] == 0 and k["acknowledged"] > 0,
-        "store_consistent_after_kills": k["integrity_check"] == "ok" and k["fts_integrity"] == "ok"
-        and k["memories_without_history"] == 0 and k["history_without_memory"] == 0,
+        "store_consistent_after_kills": k["integrity_check"] == "ok"
+        and k["fts_integrity"] == "ok"
+        and k["memories_without_history"] == 0
+        and k["history_without_memory"] == 0,
         "no_5xx_under_load": s["load"]["server_errors_5xx"] == 0,
         "clients_served_during_idle_flood": not s["load"]["client_errors"] and s["load"]["requests"] > 0,
         "rss_settles_within_1_2x": s["rss_end_over_warmup"] <= RSS_GROWTH_LIMIT,
@@ -498,8 +516,10 @@ def table(report: dict[str, Any]) -> Any:
     from rich.table import Table
 
     s, k, f = report["soak"], report["kills"], report["fuzz"]
-    t = Table(title=f"signet bench reliability: {report['store']['memories']} real turns "
-                    f"({report['store']['text_mb']} MB of text), {s['minutes']:g}-minute soak")
+    t = Table(
+        title=f"signet bench reliability: {report['store']['memories']} real turns "
+        f"({report['store']['text_mb']} MB of text), {s['minutes']:g}-minute soak"
+    )
     t.add_column("measure")
     t.add_column("value", justify="right")
     load_ = s["load"]
@@ -513,16 +533,22 @@ def table(report: dict[str, Any]) -> Any:
         ("memories with vectors after warm-up / end", f"{s['vectors_after_warmup']} / {s['vectors_end']}"),
         ("keyword index rebuilds", s["keyword_index"]["rebuilds"]),
         ("keyword index answered", s["keyword_index"]["answered"]),
-        ("keyword index fallbacks", ", ".join(f"{r} {n}" for r, n in s["keyword_index"]["fallbacks"].items() if n)
-         or "0"),
-        ("idle connections held (median, min)",
-         f"{s['idle_connections']['open_on_server_median']}, {s['idle_connections']['open_on_server_min']}"),
+        (
+            "keyword index fallbacks",
+            ", ".join(f"{r} {n}" for r, n in s["keyword_index"]["fallbacks"].items() if n) or "0",
+        ),
+        (
+            "idle connections held (median, min)",
+            f"{s['idle_connections']['open_on_server_median']}, {s['idle_connections']['open_on_server_min']}",
+        ),
         ("idle connections closed by timeout and reopened", s["idle_connections"]["reopened_after_timeout"]),
         ("open files (max)", s["open_files_max"]),
         ("kills / acknowledged writes / lost", f"{k['rounds']} / {k['acknowledged']} / {k['acknowledged_lost']}"),
         ("integrity / FTS after kills", f"{k['integrity_check']} / {k['fts_integrity']}"),
-        ("fuzz operations / cases / failures",
-         f"{f['operations']} / {f['cases']} / {f['failures']}" if f.get("ran") else f"not run: {f['why']}"),
+        (
+            "fuzz operations / cases / failures",
+            f"{f['operations']} / {f['cases']} / {f['failures']}" if f.get("ran") else f"not run: {f['why']}",
+        ),
         ("all bars met", report["verdict"]["passed"]),
     ]
     for label, value in rows:

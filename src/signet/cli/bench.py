@@ -38,8 +38,14 @@ def _bars() -> Iterator[Callable[[str, int, int], None]]:
     from rich.console import Console
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    with Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                  console=Console(stderr=True), transient=True) as bar:
+    with Progress(
+        TextColumn("{task.description}"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        console=Console(stderr=True),
+        transient=True,
+    ) as bar:
         tasks: dict[str, Any] = {}
 
         def progress(name: str, done: int, total: int) -> None:
@@ -64,8 +70,13 @@ def locomo_cmd(
 
     try:
         with _bars() as progress:
-            rep = locomo.run(path, embedding=embedding, limit_conversations=conversations,
-                             limit_questions=questions, progress=progress)
+            rep = locomo.run(
+                path,
+                embedding=embedding,
+                limit_conversations=conversations,
+                limit_questions=questions,
+                progress=progress,
+            )
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LoCoMo file: {exc}", param_hint="PATH") from exc
     if out is not None:
@@ -78,8 +89,10 @@ def longmemeval_cmd(
     path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="LongMemEval JSON (list of questions)")],
     embedding: Annotated[str, typer.Option()] = "local",
     limit: Annotated[int | None, typer.Option("--limit", "--questions", help="Only the first N questions.")] = None,
-    out: Annotated[Path | None, typer.Option(
-        help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question.")] = None,
+    out: Annotated[
+        Path | None,
+        typer.Option(help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question."),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
@@ -96,8 +109,10 @@ def longmemeval_cmd(
 @bench_app.command("latency")
 def latency_cmd(
     memories: Annotated[list[int], typer.Option("--memories", min=1, help="Store sizes: --memories 10000 100000.")],
-    more: Annotated[list[int] | None, typer.Argument(help="More store sizes (so --memories 10000 100000 works).",
-                                                     show_default=False)] = None,
+    more: Annotated[
+        list[int] | None,
+        typer.Argument(help="More store sizes (so --memories 10000 100000 works).", show_default=False),
+    ] = None,
     queries: Annotated[int, typer.Option(min=1, help="Recall queries measured per store size.")] = 300,
     concurrency: Annotated[int, typer.Option(min=1, max=256, help="Concurrent remember connections.")] = 16,
     remembers: Annotated[int, typer.Option(min=1, help="Memories sent to measure remember throughput.")] = 3000,
@@ -114,8 +129,9 @@ def latency_cmd(
     sizes = [*memories, *(more or [])]
     if any(n < 10 for n in sizes):
         raise typer.BadParameter("every store size must be at least 10", param_hint="--memories")
-    opts = latency.LatencyOptions(memories=sizes, queries=queries, concurrency=concurrency,
-                                  remembers=remembers, cache_dir=cache_dir)
+    opts = latency.LatencyOptions(
+        memories=sizes, queries=queries, concurrency=concurrency, remembers=remembers, cache_dir=cache_dir
+    )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
     with _bars() as progress:
@@ -131,12 +147,15 @@ def latency_cmd(
 @bench_app.command("reliability")
 def reliability_cmd(
     locomo: Annotated[Path | None, typer.Option(exists=True, dir_okay=False, help="locomo10.json")] = None,
-    longmemeval: Annotated[Path | None, typer.Option(
-        exists=True, dir_okay=False, help="longmemeval_s_dev150.json.gz")] = None,
+    longmemeval: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="longmemeval_s_dev150.json.gz")
+    ] = None,
     memories: Annotated[int, typer.Option(min=10, help="Real turns in the store.")] = 20_000,
     minutes: Annotated[float, typer.Option(min=0.05, help="Length of the soak after warm-up.")] = 30.0,
     warmup: Annotated[float, typer.Option(min=0.0, help="Minutes of load before RSS is first read.")] = 3.0,
-    settle: Annotated[float, typer.Option(min=0.0, help="Seconds idle after the load before RSS is read again.")] = 60.0,
+    settle: Annotated[
+        float, typer.Option(min=0.0, help="Seconds idle after the load before RSS is read again.")
+    ] = 60.0,
     idle_connections: Annotated[int, typer.Option(min=0, max=20_000, help="Idle sockets held during the soak.")] = 1000,
     clients: Annotated[int, typer.Option(min=1, max=64, help="Concurrent clients of real traffic.")] = 4,
     kills: Annotated[int, typer.Option(min=1, help="SIGKILLs mid-write.")] = 10,
@@ -152,12 +171,22 @@ def reliability_cmd(
     from signet.bench import reliability
 
     if locomo is None and longmemeval is None:
-        raise typer.BadParameter("give --locomo and/or --longmemeval (the real conversations the store holds)",
-                                 param_hint="--locomo")
+        raise typer.BadParameter(
+            "give --locomo and/or --longmemeval (the real conversations the store holds)", param_hint="--locomo"
+        )
     opts = reliability.ReliabilityOptions(
-        locomo=locomo, longmemeval=longmemeval, memories=memories, minutes=minutes, warmup_minutes=warmup,
-        settle_s=settle, idle_connections=idle_connections, clients=clients, kills=kills,
-        fuzz_examples=fuzz_examples, cache_dir=cache_dir)
+        locomo=locomo,
+        longmemeval=longmemeval,
+        memories=memories,
+        minutes=minutes,
+        warmup_minutes=warmup,
+        settle_s=settle,
+        idle_connections=idle_connections,
+        clients=clients,
+        kills=kills,
+        fuzz_examples=fuzz_examples,
+        cache_dir=cache_dir,
+    )
     if quick:
         opts.memories, opts.minutes, opts.warmup_minutes, opts.settle_s = min(memories, 300), 0.35, 0.1, 2.0
         opts.sample_s, opts.idle_connections, opts.kills, opts.fuzz_examples = 5.0, min(idle_connections, 200), 2, 2
@@ -173,8 +202,10 @@ def reliability_cmd(
 
 @bench_app.command("embed")
 def embed_cmd(
-    backend: Annotated[list[str] | None, typer.Option(
-        "--backend", help="Backends to compare, the first is the reference (default: torch, onnx).")] = None,
+    backend: Annotated[
+        list[str] | None,
+        typer.Option("--backend", help="Backends to compare, the first is the reference (default: torch, onnx)."),
+    ] = None,
     threads: Annotated[int, typer.Option(min=0, help="CPU threads (embedding.threads; 0: the runtime's).")] = 1,
     queries: Annotated[int, typer.Option(min=1, help="Distinct questions embedded one at a time.")] = 100,
     docs: Annotated[int, typer.Option(min=1, help="Memories embedded in batches.")] = 256,
@@ -192,8 +223,15 @@ def embed_cmd(
         if b not in ("torch", "onnx"):
             raise typer.BadParameter(f"'{b}': choose torch or onnx", param_hint="--backend")
     with _bars() as progress:
-        report = embed.run(cast(list[Backend], names), threads=threads, queries=queries, docs=docs,
-                           batch=batch, rounds=rounds, progress=progress)
+        report = embed.run(
+            cast(list[Backend], names),
+            threads=threads,
+            queries=queries,
+            docs=docs,
+            batch=batch,
+            rounds=rounds,
+            progress=progress,
+        )
     if out is not None:
         out.write_text(json.dumps(report, indent=2) + "\n")
     _print(report, as_json)

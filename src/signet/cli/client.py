@@ -22,8 +22,9 @@ class DaemonClient:
     loopback it is sent as ``X-Signet-Workspace``, so a daemon serving another workspace
     refuses instead of storing this workspace's memories (signet.instance)."""
 
-    def __init__(self, url: str | None = None, *, timeout: float = 30.0, token: str | None = None,
-                 workspace: Path | None = None) -> None:
+    def __init__(
+        self, url: str | None = None, *, timeout: float = 30.0, token: str | None = None, workspace: Path | None = None
+    ) -> None:
         self.url = url or base_url()
         self.workspace = workspace or default_workspace_path()
         url_ = httpx.URL(self.url)

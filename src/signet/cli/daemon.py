@@ -25,9 +25,13 @@ HostOpt = Annotated[str | None, typer.Option("--host", help="Bind/connect addres
 PortOpt = Annotated[int | None, typer.Option("--port", help="Port (env SIGNET_PORT).", min=1, max=65535)]
 
 
-AcceptEmpty = Annotated[bool, typer.Option(
-    "--accept-empty-database",
-    help="Start although the database that held memories is now missing or empty (a new, empty store).")]
+AcceptEmpty = Annotated[
+    bool,
+    typer.Option(
+        "--accept-empty-database",
+        help="Start although the database that held memories is now missing or empty (a new, empty store).",
+    ),
+]
 
 
 @app.command()
@@ -72,7 +76,8 @@ def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
 
 @app.command()
 def start(
-    host: HostOpt = None, port: PortOpt = None,
+    host: HostOpt = None,
+    port: PortOpt = None,
     wait: Annotated[float, typer.Option(help="Seconds to wait for the daemon to answer.")] = 20.0,
     accept_empty_database: AcceptEmpty = False,
 ) -> None:
@@ -92,11 +97,15 @@ def start(
     current = instance.running(ws.daemon_dir)
     if current is not None:
         if instance.check_address(current.host, current.port, current.secret) == "ours":
-            typer.echo(f"signet daemon already running (pid {current.pid}) at "
-                       f"{base_url(current.host, current.port)}; workspace {ws.root}")
+            typer.echo(
+                f"signet daemon already running (pid {current.pid}) at "
+                f"{base_url(current.host, current.port)}; workspace {ws.root}"
+            )
             return
-        raise SignetError(f"this workspace's daemon (pid {current.pid}) holds its lock but does not answer at "
-                          f"{current.host}:{current.port}; see `signet logs`, or stop it with `signet stop`")
+        raise SignetError(
+            f"this workspace's daemon (pid {current.pid}) holds its lock but does not answer at "
+            f"{current.host}:{current.port}; see `signet logs`, or stop it with `signet stop`"
+        )
     instance.remove_stale(ws.daemon_dir)  # a dead daemon's record: its pid is never signalled
     if instance.check_address(h, p, None) != "none":
         raise _port_taken(h, p, ws)
@@ -104,9 +113,21 @@ def start(
     out = ws.logs_dir / "daemon.out"
     with out.open("ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", h, "--port", str(p),
-             *(["--accept-empty-database"] if accept_empty_database else [])],
-            stdout=fh, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, start_new_session=True,
+            [
+                sys.executable,
+                "-m",
+                "signet.cli.main",
+                "daemon",
+                "--host",
+                h,
+                "--port",
+                str(p),
+                *(["--accept-empty-database"] if accept_empty_database else []),
+            ],
+            stdout=fh,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=True,
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
         )
     deadline = time.monotonic() + wait
@@ -117,8 +138,10 @@ def start(
             if instance.check_address(h, p, None) != "none":  # it lost the port to someone else
                 raise _port_taken(h, p, ws)
             tail = _tail(out, 5)
-            raise SignetError(f"the daemon exited with {code} before answering at {url}"
-                              + (f"; last log lines: {tail}" if tail else f"; see {out}"))
+            raise SignetError(
+                f"the daemon exited with {code} before answering at {url}"
+                + (f"; last log lines: {tail}" if tail else f"; see {out}")
+            )
         mine = instance.read_instance(ws.daemon_dir)
         if mine is not None and mine.pid == proc.pid:
             answer = instance.check_address(h, p, mine.secret)
@@ -130,8 +153,10 @@ def start(
         if time.monotonic() > deadline:
             _abandon(proc, ws)
             tail = _tail(out, 5)
-            raise SignetError(f"the daemon did not answer at {url} within {wait:g}s; it was stopped"
-                              + (f"; last log lines: {tail}" if tail else f"; see {out}"))
+            raise SignetError(
+                f"the daemon did not answer at {url} within {wait:g}s; it was stopped"
+                + (f"; last log lines: {tail}" if tail else f"; see {out}")
+            )
         time.sleep(0.1)
     typer.echo(f"signet daemon started (pid {proc.pid}) at {url}; workspace {ws.root}")
 
@@ -152,8 +177,11 @@ def stop(timeout: Annotated[float, typer.Option(help="Seconds to wait before SIG
     inst = instance.running(ws.daemon_dir)
     if inst is None:
         stale = instance.remove_stale(ws.daemon_dir)
-        note = (f" (removed the record of pid {stale.pid}, which is no longer Signet's daemon; it was not signalled)"
-                if stale is not None else "")
+        note = (
+            f" (removed the record of pid {stale.pid}, which is no longer Signet's daemon; it was not signalled)"
+            if stale is not None
+            else ""
+        )
         typer.echo(f"signet daemon is not running{note}")
         return
     os.kill(inst.pid, signal.SIGTERM)
@@ -178,7 +206,8 @@ def restart(host: HostOpt = None, port: PortOpt = None) -> None:
 
 @app.command()
 def status(
-    host: HostOpt = None, port: PortOpt = None,
+    host: HostOpt = None,
+    port: PortOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw status JSON.")] = False,
 ) -> None:
     """Daemon status: version, memories, embedding coverage, vector search."""
@@ -197,14 +226,19 @@ def status(
     t.add_row("workspace", data["workspace"])
     t.add_row("memories", f"{mem['active']} active, {mem['deleted']} deleted, {mem['pinned']} pinned")
     runtime = f" via {emb['backend']}" if emb.get("backend") else ""
-    t.add_row("embedding", f"{emb['provider']}:{emb['model']}{runtime} {emb['state']}, "
-              f"{emb['embedded']}/{emb['total']} embedded ({emb['coverage']:.0%})")
+    t.add_row(
+        "embedding",
+        f"{emb['provider']}:{emb['model']}{runtime} {emb['state']}, "
+        f"{emb['embedded']}/{emb['total']} embedded ({emb['coverage']:.0%})",
+    )
     vs = data["vector_search"]
     t.add_row("vector search", "on" if vs["available"] else f"[bold red]OFF[/] ({vs['reason']})")
     kw = data.get("keyword_index") or {"state": "off"}
     rows = f"{kw['rows']:,} row" + ("" if kw["rows"] == 1 else "s")
     detail = f", {rows}, {kw['bytes'] / 2**20:.1f} MiB" if kw["state"] in ("ready", "drifted") else ""
-    t.add_row("keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)")
+    t.add_row(
+        "keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)"
+    )
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)
     Console().print(t)

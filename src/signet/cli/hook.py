@@ -76,8 +76,9 @@ def daemon_address(cfg: dict[str, Any]) -> tuple[str, int]:
     return host, port
 
 
-def post(host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str,
-         workspace: Path | None = None) -> Any:
+def post(
+    host: str, port: int, path: str, body: dict[str, Any], *, timeout: float, actor: str, workspace: Path | None = None
+) -> Any:
     headers = {"Content-Type": "application/json", "X-Signet-Actor": actor}
     if workspace is not None:
         headers.update(workspace_header(host, workspace))  # another workspace's daemon refuses
@@ -183,12 +184,20 @@ def save_offline(root: Path, harness: str, session_id: str, turns: list[dict[str
     return path
 
 
-def _save_compaction(host: str, port: int, body: dict[str, Any], summary: str, actor: str, stderr: TextIO,
-                     workspace: Path) -> None:
+def _save_compaction(
+    host: str, port: int, body: dict[str, Any], summary: str, actor: str, stderr: TextIO, workspace: Path
+) -> None:
     fields: dict[str, Any] = {k: body[k] for k in ("harness", "session_id", "project", "cwd", "agent_id") if k in body}
     try:
-        post(host, port, "/api/hooks/compaction-complete", {**fields, "summary": summary[:100_000]},
-             timeout=TIMEOUTS["session-start"] / 2, actor=actor, workspace=workspace)
+        post(
+            host,
+            port,
+            "/api/hooks/compaction-complete",
+            {**fields, "summary": summary[:100_000]},
+            timeout=TIMEOUTS["session-start"] / 2,
+            actor=actor,
+            workspace=workspace,
+        )
     except (DaemonDown, HookRejected) as exc:
         stderr.write(f"signet: compaction summary not saved: {exc}\n")
 
@@ -223,8 +232,9 @@ def request_body(args: argparse.Namespace, harness: Harness, req: HookInput, syn
     return body
 
 
-def add_turns(body: dict[str, Any], turns: list[dict[str, Any]], root: Path, harness: str, transcript: str | None,
-              stderr: TextIO) -> None:
+def add_turns(
+    body: dict[str, Any], turns: list[dict[str, Any]], root: Path, harness: str, transcript: str | None, stderr: TextIO
+) -> None:
     """Put a session's turns in the body, within the daemon's request limit."""
     body["turns"] = turns
     body.setdefault("session_id", Path(transcript).stem if transcript else "unknown")
@@ -232,11 +242,23 @@ def add_turns(body: dict[str, Any], turns: list[dict[str, Any]], root: Path, har
         # Past the daemon's body limit: keep the whole transcript on disk, send the latest turns.
         saved = save_offline(root, harness, str(body["session_id"]), turns, full=True)
         body["turns"] = fit_turns(turns, MAX_BODY - len(json.dumps({**body, "turns": []})))
-        stderr.write(f"signet: long session: full transcript kept at {saved}, the last {len(body['turns'])} turns sent\n")
+        stderr.write(
+            f"signet: long session: full transcript kept at {saved}, the last {len(body['turns'])} turns sent\n"
+        )
 
 
-def offline_text(event: str, exc: Exception, *, root: Path, address: str, budget: int, body: dict[str, Any],
-                 turns: list[dict[str, Any]], synced: frozenset[str], stderr: TextIO) -> str:
+def offline_text(
+    event: str,
+    exc: Exception,
+    *,
+    root: Path,
+    address: str,
+    budget: int,
+    body: dict[str, Any],
+    turns: list[dict[str, Any]],
+    synced: frozenset[str],
+    stderr: TextIO,
+) -> str:
     """What to answer when the daemon cannot: identity files, fixed instructions, or nothing."""
     notice = DAEMON_DOWN.format(address=address)
     if isinstance(exc, WrongDaemon):
@@ -289,15 +311,33 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
         if summary:
             _save_compaction(host, port, body, summary, actor, stderr, root)
     try:
-        resp = post(host, port, f"/api/hooks/{args.event}", body,
-                    timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT), actor=actor, workspace=root)
+        resp = post(
+            host,
+            port,
+            f"/api/hooks/{args.event}",
+            body,
+            timeout=TIMEOUTS.get(args.event, DEFAULT_TIMEOUT),
+            actor=actor,
+            workspace=root,
+        )
     except (DaemonDown, HookRejected) as exc:
         configured = _section(cfg, "memory").get("session_budget")
-        budget = args.budget if args.budget is not None else (
-            configured if isinstance(configured, int) and configured >= 0 else DEFAULT_BUDGET
+        budget = (
+            args.budget
+            if args.budget is not None
+            else (configured if isinstance(configured, int) and configured >= 0 else DEFAULT_BUDGET)
         )
-        text = offline_text(args.event, exc, root=root, address=f"{host}:{port}", budget=budget, body=body,
-                            turns=turns, synced=synced, stderr=stderr)
+        text = offline_text(
+            args.event,
+            exc,
+            root=root,
+            address=f"{host}:{port}",
+            budget=budget,
+            body=body,
+            turns=turns,
+            synced=synced,
+            stderr=stderr,
+        )
     else:
         text = online_text(args.event, resp if isinstance(resp, dict) else {})
     out = text if args.event in ("recall", "remember") else harness.render(args.event, text)
@@ -316,4 +356,3 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a hook must never break the user's session: report, answer empty
         sys.stderr.write(f"signet hook: {type(exc).__name__}: {exc}\n")
         return 0
-

@@ -40,8 +40,12 @@ def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> 
     adapter = get_adapter(adapter_name, adapters) if adapter_name else detect(path, adapters)
     parsed = adapter.parse(path)
     body = {
-        "path": str(path), "content_hash": file_hash(data), "adapter": adapter.name,
-        "session_id": parsed.session_id, "harness": parsed.harness, "project": parsed.project,
+        "path": str(path),
+        "content_hash": file_hash(data),
+        "adapter": adapter.name,
+        "session_id": parsed.session_id,
+        "harness": parsed.harness,
+        "project": parsed.project,
         "turns": [t.to_dict() for t in parsed.turns],
     }
     size = len(json.dumps(body))
@@ -64,8 +68,12 @@ def ingest(
     client = DaemonClient(timeout=120.0)
     stored = skipped = failed = turns = 0
     with Progress(
-        TextColumn("[bold]ingest"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-        TextColumn("{task.description}"), transient=False,
+        TextColumn("[bold]ingest"),
+        BarColumn(),
+        MofNCompleteColumn(),
+        TimeElapsedColumn(),
+        TextColumn("{task.description}"),
+        transient=False,
     ) as progress:
         task = progress.add_task("", total=len(files))
         for f in files:

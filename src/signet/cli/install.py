@@ -20,7 +20,12 @@ from signet.harnesses.merge import Change, HarnessConfigError
 from signet.workspace import Workspace
 
 SYMBOLS = {
-    "created": "+", "updated": "~", "unchanged": "=", "restored": "<", "removed": "-", "stripped": "~",
+    "created": "+",
+    "updated": "~",
+    "unchanged": "=",
+    "restored": "<",
+    "removed": "-",
+    "stripped": "~",
     "skipped": "!",
 }
 

@@ -12,24 +12,40 @@ from signet.cli.app import app
 
 @app.command("mcp")
 def mcp_command(
-    url: Annotated[str | None, typer.Option("--url", help="Daemon URL (default: SIGNET_HOST/SIGNET_PORT, "
-                                                           "agent.yaml, http://127.0.0.1:3850).")] = None,
-    token: Annotated[str | None, typer.Option("--token", envvar="SIGNET_TOKEN",
-                                              help="Bearer token for a daemon in team mode.")] = None,
-    start_daemon: Annotated[bool, typer.Option("--start-daemon", envvar="SIGNET_MCP_START_DAEMON",
-                                               help="Start the daemon if it is not running.")] = False,
+    url: Annotated[
+        str | None,
+        typer.Option("--url", help="Daemon URL (default: SIGNET_HOST/SIGNET_PORT, agent.yaml, http://127.0.0.1:3850)."),
+    ] = None,
+    token: Annotated[
+        str | None, typer.Option("--token", envvar="SIGNET_TOKEN", help="Bearer token for a daemon in team mode.")
+    ] = None,
+    start_daemon: Annotated[
+        bool,
+        typer.Option("--start-daemon", envvar="SIGNET_MCP_START_DAEMON", help="Start the daemon if it is not running."),
+    ] = False,
     timeout: Annotated[float, typer.Option(help="Seconds to wait for each daemon call.", min=0.1)] = 30.0,
-    agent: Annotated[str | None, typer.Option(
-        "--agent", envvar="SIGNET_AGENT",
-        help="Act as this agent: memories are stored under it and reads follow its roster read policy "
-             "(sent as X-Signet-Agent; when the daemon authenticates a token, the token's scope decides).")] = None,
+    agent: Annotated[
+        str | None,
+        typer.Option(
+            "--agent",
+            envvar="SIGNET_AGENT",
+            help="Act as this agent: memories are stored under it and reads follow its roster read policy "
+            "(sent as X-Signet-Agent; when the daemon authenticates a token, the token's scope decides).",
+        ),
+    ] = None,
 ) -> None:
     """Run the MCP server over stdio; its tools call the running daemon (start it with `signet start`)."""
     from signet.mcp.stdio import serve_stdio
     from signet.workspace import Workspace
 
-    serve_stdio(url or base_url(), token=token, start_daemon=start_daemon, workspace_root=Workspace.from_env().root,
-                timeout=timeout, agent=_agent_name(agent))
+    serve_stdio(
+        url or base_url(),
+        token=token,
+        start_daemon=start_daemon,
+        workspace_root=Workspace.from_env().root,
+        timeout=timeout,
+        agent=_agent_name(agent),
+    )
 
 
 def _agent_name(agent: str | None) -> str | None:
@@ -46,5 +62,6 @@ def _agent_name(agent: str | None) -> str | None:
     try:
         return AgentEntry(name=agent).name
     except ValidationError:
-        raise typer.BadParameter("an agent name is 1-200 letters, digits, '_', '.' or '-'",
-                                 param_hint="--agent") from None
+        raise typer.BadParameter(
+            "an agent name is 1-200 letters, digits, '_', '.' or '-'", param_hint="--agent"
+        ) from None

@@ -32,8 +32,17 @@ def remember(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Store a memory."""
-    body = _drop_none({"content": content, "type": type, "importance": importance, "tags": _tags(tags),
-                       "who": who or "cli", "project": project, "pinned": pinned or None})
+    body = _drop_none(
+        {
+            "content": content,
+            "type": type,
+            "importance": importance,
+            "tags": _tags(tags),
+            "who": who or "cli",
+            "project": project,
+            "pinned": pinned or None,
+        }
+    )
     data = DaemonClient().post("/api/memory/remember", body)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -53,8 +62,9 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Hybrid search over memories."""
-    body = _drop_none({"query": query, "limit": limit, "type": type, "tags": _tags(tags), "project": project,
-                       "who": who})
+    body = _drop_none(
+        {"query": query, "limit": limit, "type": type, "tags": _tags(tags), "project": project, "who": who}
+    )
     data = DaemonClient().post("/api/memory/recall", body)
     if as_json:
         typer.echo(json.dumps(data, indent=2))
@@ -100,8 +110,10 @@ def forget(
         raise InvalidRequest(f"{preview['count']} memories match; pass --reason to forget them")
     if not yes and not typer.confirm(f"Forget {preview['count']} memories?"):
         raise typer.Exit(1)
-    done = client.post("/api/memory/forget", {**sel, "mode": "execute", "reason": reason, "force": force,
-                                              "confirm_token": preview["confirm_token"]})
+    done = client.post(
+        "/api/memory/forget",
+        {**sel, "mode": "execute", "reason": reason, "force": force, "confirm_token": preview["confirm_token"]},
+    )
     typer.echo(f"forgot {done['count']} memories" + (" (hard delete)" if force else " (recoverable)"))
 
 

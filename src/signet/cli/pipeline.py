@@ -43,7 +43,9 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 
 @pipeline_app.command("jobs")
 def jobs(
-    status: Annotated[str | None, typer.Option("--status", "-s", help="pending, leased, completed, failed, dead")] = None,
+    status: Annotated[
+        str | None, typer.Option("--status", "-s", help="pending, leased, completed, failed, dead")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500)] = 20,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -58,13 +60,17 @@ def jobs(
     for j in data["items"]:
         target = j["memory_id"] or (j["payload"] or {}).get("session_key") or "-"
         err = f"  error: {j['error']}" if j["error"] else ""
-        typer.echo(f"{j['id']}  {j['job_type']:<15} {j['status']:<9} {j['attempts']}/{j['max_attempts']}  {target}{err}")
+        typer.echo(
+            f"{j['id']}  {j['job_type']:<15} {j['status']:<9} {j['attempts']}/{j['max_attempts']}  {target}{err}"
+        )
     typer.echo(f"{len(data['items'])} of {data['total']} jobs")
 
 
 @pipeline_app.command("requeue")
 def requeue(
-    job_id: Annotated[str | None, typer.Argument(help="One dead job; all dead jobs (up to --limit) when omitted.")] = None,
+    job_id: Annotated[
+        str | None, typer.Argument(help="One dead job; all dead jobs (up to --limit) when omitted.")
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 50,
 ) -> None:
     """Put dead jobs back in the queue with their attempts reset."""

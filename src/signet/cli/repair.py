@@ -14,13 +14,16 @@ from signet.workspace import Workspace
 
 @app.command()
 def repair(
-    recover: Annotated[bool, typer.Option(
-        "--recover", help="Copy every readable row of a damaged database into a fresh one and swap them.")] = False,
+    recover: Annotated[
+        bool,
+        typer.Option("--recover", help="Copy every readable row of a damaged database into a fresh one and swap them."),
+    ] = False,
 ) -> None:
     """Repair the workspace's database while the daemon is stopped (the damaged file is kept)."""
     if not recover:
-        raise SignetError("say what to repair: `signet repair --recover` rebuilds a damaged database from what "
-                          "it still holds")
+        raise SignetError(
+            "say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"
+        )
     from signet.store.integrity import StoreRecord
     from signet.store.integrity import recover as recover_database
 
@@ -39,6 +42,8 @@ def repair(
         lock.release()
     rows = sum(report.tables.values())
     skipped = sum(report.skipped.values())
-    typer.echo(f"recovered {memories} memories ({rows} rows in {len(report.tables)} tables)"
-               + (f"; {skipped} unreadable rows skipped" if skipped else "")
-               + f"; the damaged file is kept at {report.damaged_copy}; start the daemon with `signet start`")
+    typer.echo(
+        f"recovered {memories} memories ({rows} rows in {len(report.tables)} tables)"
+        + (f"; {skipped} unreadable rows skipped" if skipped else "")
+        + f"; the damaged file is kept at {report.damaged_copy}; start the daemon with `signet start`"
+    )

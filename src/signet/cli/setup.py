@@ -15,13 +15,18 @@ from signet.workspace import Workspace, setup_workspace
 
 @app.command()
 def setup(
-    non_interactive: Annotated[bool, typer.Option("--non-interactive", "-y", help="Take defaults/flags, ask nothing.")] = False,
+    non_interactive: Annotated[
+        bool, typer.Option("--non-interactive", "-y", help="Take defaults/flags, ask nothing.")
+    ] = False,
     agent_name: Annotated[str | None, typer.Option(help="Your agent's name.")] = None,
     user_name: Annotated[str | None, typer.Option(help="Your name, for USER.md.")] = None,
     embedding: Annotated[str, typer.Option(help="local | ollama | openai | none | a plugin's embedder")] = "local",
     llm: Annotated[
-        str, typer.Option(help="Extraction LLM: auto (Ollama if it answers on 127.0.0.1:11434, else none) | "
-                               "ollama | openai | anthropic | none | a plugin's provider")
+        str,
+        typer.Option(
+            help="Extraction LLM: auto (Ollama if it answers on 127.0.0.1:11434, else none) | "
+            "ollama | openai | anthropic | none | a plugin's provider"
+        ),
     ] = "auto",
     harness: Annotated[
         list[str] | None, typer.Option(help="Harness to connect (repeatable): recorded and installed.")
@@ -46,9 +51,14 @@ def setup(
     if not non_interactive:
         agent_name = agent_name or typer.prompt("Agent name", default="signet")
         user_name = user_name or typer.prompt("Your name", default="", show_default=False) or None
-    report = setup_workspace(ws, agent_name=agent_name or "signet", user_name=user_name,
-                             embedding_provider=embedding, harnesses=harness,
-                             llm_provider=_detect_llm() if llm == "auto" else llm)
+    report = setup_workspace(
+        ws,
+        agent_name=agent_name or "signet",
+        user_name=user_name,
+        embedding_provider=embedding,
+        harnesses=harness,
+        llm_provider=_detect_llm() if llm == "auto" else llm,
+    )
     for p in report.created:
         typer.echo(f"created {p}")
     for p in report.kept:
@@ -56,8 +66,9 @@ def setup(
     failed = _install_harnesses(ws, harness or []) if install else []
     typer.echo(f"workspace ready at {ws.root}; start the daemon with `signet start`")
     if failed:
-        typer.secho(f"error: could not install {', '.join(failed)} (see above); the workspace is ready", err=True,
-                    fg="red")
+        typer.secho(
+            f"error: could not install {', '.join(failed)} (see above); the workspace is ready", err=True, fg="red"
+        )
         raise typer.Exit(1)
 
 
@@ -73,8 +84,14 @@ def _detect_llm() -> str:
         ok = httpx.get("http://127.0.0.1:11434/api/tags", timeout=0.5).status_code == 200
     except httpx.HTTPError:
         ok = False
-    typer.echo("extraction LLM: " + ("Ollama found on 127.0.0.1:11434" if ok else
-                                     "none (no Ollama on 127.0.0.1:11434; see docs/pipeline.md to add one)"))
+    typer.echo(
+        "extraction LLM: "
+        + (
+            "Ollama found on 127.0.0.1:11434"
+            if ok
+            else "none (no Ollama on 127.0.0.1:11434; see docs/pipeline.md to add one)"
+        )
+    )
     return "ollama" if ok else "none"
 
 
@@ -86,8 +103,11 @@ def _install_harnesses(ws: Workspace, names: list[str]) -> list[str]:
         try:
             changes = ops.install(h, ops.make_context(ws.root))
         except HarnessConfigError as exc:
-            typer.secho(f"{h.display_name}: not installed: {exc} - fix or move that file, then run "
-                        f"`signet install {name}`", err=True, fg="red")
+            typer.secho(
+                f"{h.display_name}: not installed: {exc} - fix or move that file, then run `signet install {name}`",
+                err=True,
+                fg="red",
+            )
             failed.append(name)
             continue
         wrote = any(c.action != "unchanged" for c in changes)

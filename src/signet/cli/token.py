@@ -30,7 +30,9 @@ def create(
     project: Annotated[str | None, typer.Option("--project", help="Only this project's memories.")] = None,
     agent: Annotated[str | None, typer.Option("--agent", help="Only this agent's view.")] = None,
     user: Annotated[str | None, typer.Option("--user", help="User scope claim.")] = None,
-    ttl: Annotated[str | None, typer.Option("--ttl", help="Lifetime: seconds or 30m, 12h, 7d (default auth.defaultTtlSeconds).")] = None,
+    ttl: Annotated[
+        str | None, typer.Option("--ttl", help="Lifetime: seconds or 30m, 12h, 7d (default auth.defaultTtlSeconds).")
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the token and its claims as JSON.")] = False,
 ) -> None:
     """Sign a token with the workspace secret and print it."""

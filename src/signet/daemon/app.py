@@ -74,7 +74,9 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing
     app.state.responses = {"2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0}
-    app.add_middleware(CatchAll, responses=app.state.responses)  # outermost: an unexpected error is a JSON 500 on a connection that stays open
+    app.add_middleware(
+        CatchAll, responses=app.state.responses
+    )  # outermost: an unexpected error is a JSON 500 on a connection that stays open
     return app
 
 

@@ -102,8 +102,12 @@ class GuardedProtocol(HttpToolsProtocol):
         if reason == "header":
             type(self).counts.header_timeouts += 1
             if self._in_headers:  # a request begun but never finished: tell the client why
-                self._refuse(408, "Request Timeout", "request_timeout",
-                             f"request headers did not arrive within {self.limits.header_timeout:g} s")
+                self._refuse(
+                    408,
+                    "Request Timeout",
+                    "request_timeout",
+                    f"request headers did not arrive within {self.limits.header_timeout:g} s",
+                )
                 return
         else:
             type(self).counts.body_timeouts += 1
@@ -145,11 +149,16 @@ class GuardedProtocol(HttpToolsProtocol):
             self.connections.discard(conn)
         if len(idle) < excess:
             type(self).counts.refused += 1
-            log.warning("refusing a connection: %d connections open, every one with a request in flight",
-                        len(self.connections))
-            self._refuse(503, "Service Unavailable", "too_many_connections",
-                         f"the daemon serves at most {self.limits.max_connections} connections at once and "
-                         "all are busy; retry shortly")
+            log.warning(
+                "refusing a connection: %d connections open, every one with a request in flight", len(self.connections)
+            )
+            self._refuse(
+                503,
+                "Service Unavailable",
+                "too_many_connections",
+                f"the daemon serves at most {self.limits.max_connections} connections at once and "
+                "all are busy; retry shortly",
+            )
             self.connections.discard(self)
 
     def connection_lost(self, exc: Exception | None) -> None:
@@ -179,8 +188,12 @@ class GuardedProtocol(HttpToolsProtocol):
         self._header_bytes += n
         if self._header_bytes > self.limits.header_bytes and not self._refused:
             type(self).counts.headers_too_large += 1
-            self._refuse(431, "Request Header Fields Too Large", "headers_too_large",
-                         f"request line and headers over {self.limits.header_bytes} bytes")
+            self._refuse(
+                431,
+                "Request Header Fields Too Large",
+                "headers_too_large",
+                f"request line and headers over {self.limits.header_bytes} bytes",
+            )
 
     def on_url(self, url: bytes) -> None:
         self._count(len(url))
@@ -197,8 +210,12 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         if len(self.tasks) >= self.limits.max_requests:
             type(self).counts.refused += 1
-            self._refuse(503, "Service Unavailable", "too_many_requests",
-                         f"{len(self.tasks)} requests in flight (at most {self.limits.max_requests}); retry shortly")
+            self._refuse(
+                503,
+                "Service Unavailable",
+                "too_many_requests",
+                f"{len(self.tasks)} requests in flight (at most {self.limits.max_requests}); retry shortly",
+            )
             return
         self._arm(self.limits.body_timeout, "body")
         super().on_headers_complete()

@@ -43,16 +43,22 @@ def install_error_handlers(app: FastAPI) -> None:
         problems = _problems(exc)
         first = problems[0] if problems else {"field": "body", "message": "invalid request"}
         return JSONResponse(
-            {"error": f"invalid request: {first['field']}: {first['message']}", "code": "invalid_request",
-             "problems": problems},
+            {
+                "error": f"invalid request: {first['field']}: {first['message']}",
+                "code": "invalid_request",
+                "problems": problems,
+            },
             status_code=422,
         )
 
     @app.exception_handler(StarletteHTTPException)
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
-        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(exc.status_code, "http_error")
-        return JSONResponse({"error": str(exc.detail), "code": code}, status_code=exc.status_code,
-                            headers=getattr(exc, "headers", None))
+        code = {404: "not_found", 405: "method_not_allowed", 413: "payload_too_large"}.get(
+            exc.status_code, "http_error"
+        )
+        return JSONResponse(
+            {"error": str(exc.detail), "code": code}, status_code=exc.status_code, headers=getattr(exc, "headers", None)
+        )
 
     @app.exception_handler(sqlite3.DatabaseError)
     async def storage_failure(request: Request, exc: Exception) -> JSONResponse:
@@ -60,8 +66,10 @@ def install_error_handlers(app: FastAPI) -> None:
         typed = storage_error(exc, request.app.state.runtime.db_path)
         if typed is None:
             log.exception("database error on %s %s", request.method, request.url.path)
-            return JSONResponse({"error": f"internal error: {type(exc).__name__}; see the daemon log",
-                                 "code": "internal_error"}, status_code=500)
+            return JSONResponse(
+                {"error": f"internal error: {type(exc).__name__}; see the daemon log", "code": "internal_error"},
+                status_code=500,
+            )
         return signet_error_response(typed)
 
     @app.exception_handler(Exception)
@@ -155,8 +163,11 @@ class CatchAll:
             if started:
                 raise
             app = scope.get("app")
-            typed = storage_error(exc, app.state.runtime.db_path) if app is not None and isinstance(
-                exc, sqlite3.DatabaseError) else None
+            typed = (
+                storage_error(exc, app.state.runtime.db_path)
+                if app is not None and isinstance(exc, sqlite3.DatabaseError)
+                else None
+            )
             if typed is not None:  # a damaged page under the hot path: what to do, not "internal error"
                 await signet_error_response(typed)(scope, receive, tracked)
                 return

@@ -41,7 +41,7 @@ def _route_path(scope: Scope) -> str:
     """The path the router matches: ``path`` without the ``root_path`` prefix (as Starlette does)."""
     path: str = scope["path"]
     root: str = scope.get("root_path", "")
-    return path[len(root):] if root and path.startswith(root) else path
+    return path[len(root) :] if root and path.startswith(root) else path
 
 
 _JSON_MEDIA = re.compile(r"application/(?:[a-z0-9.!#$&^_-]+\+)?json")
@@ -60,7 +60,9 @@ def _json_content_type(value: str | None) -> bool:
 
 
 def parse(
-    model: type[RememberRequest] | type[RecallRequest], body: bytes, content_type: str | None,
+    model: type[RememberRequest] | type[RecallRequest],
+    body: bytes,
+    content_type: str | None,
     decoded: Any = None,
 ) -> RememberRequest | RecallRequest | None:
     """The request as the route would validate it, or None when the route must answer instead.
@@ -106,7 +108,11 @@ class HotPath:
         await self._serve(scope, receive, send, req, actor_header)
 
     async def _serve(
-        self, scope: Scope, receive: Receive, send: Send, req: RememberRequest | RecallRequest,
+        self,
+        scope: Scope,
+        receive: Receive,
+        send: Send,
+        req: RememberRequest | RecallRequest,
         actor_header: str | None,
     ) -> None:
         from signet.daemon.routes.memory import recall, remember
@@ -125,8 +131,11 @@ class HotPath:
             await signet_error_response(exc)(scope, receive, send)
             return
         payload = resp.model_dump_json().encode()
-        await send({
-            "type": "http.response.start", "status": 200,
-            "headers": [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")],
-        })
+        await send(
+            {
+                "type": "http.response.start",
+                "status": 200,
+                "headers": [(b"content-length", str(len(payload)).encode()), (b"content-type", b"application/json")],
+            }
+        )
         await send({"type": "http.response.body", "body": payload})

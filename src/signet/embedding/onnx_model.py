@@ -62,8 +62,15 @@ INSTALL_HINT = "pip install onnxruntime tokenizers (both are in 'signet-memory[l
 EXPORT_HINT = "pip install torch==2.13.0 && pip install 'signet-memory[local]'"
 
 # The files whose change must invalidate an export (weights, architecture, tokenizer, pooling).
-_FINGERPRINTED = ("model.safetensors", "pytorch_model.bin", "config.json", "tokenizer.json",
-                  "sentence_bert_config.json", "modules.json", "1_Pooling/config.json")
+_FINGERPRINTED = (
+    "model.safetensors",
+    "pytorch_model.bin",
+    "config.json",
+    "tokenizer.json",
+    "sentence_bert_config.json",
+    "modules.json",
+    "1_Pooling/config.json",
+)
 
 
 def cache_dir() -> Path:
@@ -146,8 +153,19 @@ def _runtime_errors() -> tuple[type[BaseException], ...]:
     from Exception, not RuntimeError), plus the built-ins it uses."""
     from onnxruntime.capi import onnxruntime_pybind11_state as state
 
-    names = ("Fail", "InvalidArgument", "NoSuchFile", "NoModel", "EngineError", "RuntimeException",
-             "InvalidProtobuf", "ModelLoaded", "NotImplemented", "InvalidGraph", "EPFail")
+    names = (
+        "Fail",
+        "InvalidArgument",
+        "NoSuchFile",
+        "NoModel",
+        "EngineError",
+        "RuntimeException",
+        "InvalidProtobuf",
+        "ModelLoaded",
+        "NotImplemented",
+        "InvalidGraph",
+        "EPFail",
+    )
     found = tuple(c for c in (getattr(state, n, None) for n in names) if isinstance(c, type))
     return (*found, RuntimeError, ValueError, MemoryError)
 
@@ -202,7 +220,7 @@ class OnnxModel:
         parts: list[Vectors] = []
         step = max(batch_size, 1)
         for start in range(0, len(order), step):
-            parts.append(self._run([texts[i] for i in order[start:start + step]]))
+            parts.append(self._run([texts[i] for i in order[start : start + step]]))
         stacked = np.concatenate(parts)
         out = np.empty_like(stacked)
         out[order] = stacked
@@ -211,8 +229,11 @@ class OnnxModel:
     def _run(self, texts: list[str]) -> Vectors:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-                "token_type_ids": np.zeros_like(ids)}
+        feed = {
+            "input_ids": ids,
+            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
+            "token_type_ids": np.zeros_like(ids),
+        }
         try:
             (out,) = self.session.run(["embedding"], {k: v for k, v in feed.items() if k in self._inputs})
         except _runtime_errors() as exc:
@@ -269,8 +290,10 @@ def export(model_dir: Path, path: Path) -> None:
     """
     rejected = path.with_suffix(".rejected")
     if rejected.is_file():
-        raise EmbeddingError(f"the ONNX export of {model_dir} was rejected earlier ({rejected.read_text().strip()}); "
-                             f"delete {rejected} to try again")
+        raise EmbeddingError(
+            f"the ONNX export of {model_dir} was rejected earlier ({rejected.read_text().strip()}); "
+            f"delete {rejected} to try again"
+        )
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         with _export_lock(path):
@@ -311,8 +334,9 @@ def _trace(model_dir: Path, dest: Path) -> None:
         import torch
         from transformers import AutoModel
     except ImportError as exc:
-        raise EmbeddingError(f"exporting the model to ONNX needs torch, transformers and onnx ({exc}): "
-                             f"{EXPORT_HINT}") from exc
+        raise EmbeddingError(
+            f"exporting the model to ONNX needs torch, transformers and onnx ({exc}): {EXPORT_HINT}"
+        ) from exc
 
     class Pooled(torch.nn.Module):
         def __init__(self, model: Any) -> None:
@@ -320,8 +344,9 @@ def _trace(model_dir: Path, dest: Path) -> None:
             self.model = model
 
         def forward(self, input_ids: Any, attention_mask: Any, token_type_ids: Any) -> Any:
-            hidden = self.model(input_ids=input_ids, attention_mask=attention_mask,
-                                token_type_ids=token_type_ids).last_hidden_state
+            hidden = self.model(
+                input_ids=input_ids, attention_mask=attention_mask, token_type_ids=token_type_ids
+            ).last_hidden_state
             mask = attention_mask.unsqueeze(-1).to(hidden.dtype)
             pooled = (hidden * mask).sum(1) / mask.sum(1).clamp(min=1e-9)
             return torch.nn.functional.normalize(pooled, p=2, dim=1)
@@ -337,9 +362,14 @@ def _trace(model_dir: Path, dest: Path) -> None:
         with torch.no_grad(), warnings.catch_warnings():
             warnings.simplefilter("ignore")
             torch.onnx.export(
-                Pooled(model), (sample, sample, torch.zeros_like(sample)), str(dest),
-                input_names=["input_ids", "attention_mask", "token_type_ids"], output_names=["embedding"],
-                dynamic_axes={**dynamic, "embedding": {0: "batch"}}, opset_version=OPSET, dynamo=False,
+                Pooled(model),
+                (sample, sample, torch.zeros_like(sample)),
+                str(dest),
+                input_names=["input_ids", "attention_mask", "token_type_ids"],
+                output_names=["embedding"],
+                dynamic_axes={**dynamic, "embedding": {0: "batch"}},
+                opset_version=OPSET,
+                dynamo=False,
             )
     except (RuntimeError, ValueError, TypeError, OSError) as exc:
         raise EmbeddingError(f"exporting {model_dir} to ONNX failed: {type(exc).__name__}: {exc}") from exc
@@ -353,7 +383,8 @@ def _verify(model_dir: Path, candidate: Path) -> float:
         raise EmbeddingError(f"verifying the ONNX export needs sentence-transformers: {EXPORT_HINT}") from exc
     texts = list(VERIFY_TEXTS)
     reference = SentenceTransformer(str(model_dir), device="cpu").encode(
-        texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False)
+        texts, normalize_embeddings=True, convert_to_numpy=True, show_progress_bar=False
+    )
     onnx_model = OnnxModel.open(candidate, model_dir, threads=0)
     batch = onnx_model.embed(texts, batch_size=len(texts))  # one padded batch
     single = np.concatenate([onnx_model.embed([t]) for t in texts])

@@ -57,7 +57,9 @@ class _HttpEmbedder(ABC):
 
     def _finish(self, rows: Any, expected: int) -> Vectors:
         if not isinstance(rows, list) or len(rows) != expected:
-            raise EmbeddingError(f"{self.provider} returned {len(rows) if isinstance(rows, list) else 0} vectors for {expected} texts")
+            raise EmbeddingError(
+                f"{self.provider} returned {len(rows) if isinstance(rows, list) else 0} vectors for {expected} texts"
+            )
         try:
             arr = np.asarray(rows, dtype=np.float32)
         except (TypeError, ValueError) as exc:

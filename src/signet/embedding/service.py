@@ -38,7 +38,9 @@ _WITHOUT_VECTOR = """FROM memories m LEFT JOIN embeddings e ON e.content_hash = 
 WHERE m.is_deleted = 0 AND (e.content_hash IS NULL OR e.model IS NOT :model)"""
 """Live memories with no vector of the current model (``:model``), by the embeddings table."""
 
-_SWEEP_SQL = f"SELECT m.seq, m.id, m.content, m.content_hash {_WITHOUT_VECTOR} AND m.seq > :after ORDER BY m.seq LIMIT :n"
+_SWEEP_SQL = (
+    f"SELECT m.seq, m.id, m.content, m.content_hash {_WITHOUT_VECTOR} AND m.seq > :after ORDER BY m.seq LIMIT :n"
+)
 """Every live memory without a vector of the current model, from ``seq`` on: the first pass
 after the model loads (it also finds memories embedded by another model)."""
 
@@ -182,8 +184,10 @@ class EmbeddingService:
             self._loop()
         except Exception as exc:  # logged with its traceback and surfaced in status
             log.exception("background embedder stopped")
-            self.stopped_error = (f"background embedder stopped: {exc!r}; new memories get no vectors "
-                                  "until the daemon restarts (signet restart)")
+            self.stopped_error = (
+                f"background embedder stopped: {exc!r}; new memories get no vectors "
+                "until the daemon restarts (signet restart)"
+            )
 
     def _loop(self) -> None:
         lower_priority()
@@ -222,8 +226,13 @@ class EmbeddingService:
         self._load_index()
         self._swept, self._sweep_from = False, 0
         self.state = "ready"
-        log.info("embedder %s ready in %.1fs (backend %s, %d vectors indexed)", self.model_key,
-                 time.perf_counter() - started, self.backend or self.settings.provider, len(self.index))
+        log.info(
+            "embedder %s ready in %.1fs (backend %s, %d vectors indexed)",
+            self.model_key,
+            time.perf_counter() - started,
+            self.backend or self.settings.provider,
+            len(self.index),
+        )
 
     def _load_index(self) -> None:
         def fetch(conn: Connection) -> list[Any]:
@@ -241,15 +250,18 @@ class EmbeddingService:
         dims = len(rows[0]["vector"]) // 4
         rows = [r for r in rows if len(r["vector"]) == dims * 4]
         mat = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), dims)
-        self.index.upsert_many([r["id"] for r in rows], mat, [r["project"] for r in rows],
-                               [r["created_at"] for r in rows])
+        self.index.upsert_many(
+            [r["id"] for r in rows], mat, [r["project"] for r in rows], [r["created_at"] for r in rows]
+        )
 
     # -- work ------------------------------------------------------------------------------
     def pending_count(self) -> int:
         """Live memories still waiting for a vector of the current model."""
         if self._swept:  # then only new and edited memories can be waiting: an index count
-            sql = ("SELECT COUNT(*) FROM memories INDEXED BY idx_memories_unembedded"
-                   " WHERE embedding_model IS NULL AND is_deleted = 0")
+            sql = (
+                "SELECT COUNT(*) FROM memories INDEXED BY idx_memories_unembedded"
+                " WHERE embedding_model IS NULL AND is_deleted = 0"
+            )
         else:
             sql = f"SELECT COUNT(*) {_WITHOUT_VECTOR}"
         row = self.db.read(lambda c: c.execute(sql, {"model": self.model_key}).fetchone())
@@ -301,18 +313,34 @@ class EmbeddingService:
                     " provider, model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?)"
                     " ON CONFLICT(content_hash) DO UPDATE SET vector = excluded.vector, dimensions = excluded.dimensions,"
                     " provider = excluded.provider, model = excluded.model, created_at = excluded.created_at",
-                    (str(uuid.uuid4()), h, vec.astype(np.float32).tobytes(), dims, owner[0] if owner else "",
-                     text, self.settings.provider, model, now),
+                    (
+                        str(uuid.uuid4()),
+                        h,
+                        vec.astype(np.float32).tobytes(),
+                        dims,
+                        owner[0] if owner else "",
+                        text,
+                        self.settings.provider,
+                        model,
+                        now,
+                    ),
                 )
                 conn.execute("UPDATE memories SET embedding_model = ? WHERE content_hash = ?", (model, h))
-                live = list(conn.execute(
-                    "SELECT id, project, created_at FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
-                ))
+                live = list(
+                    conn.execute(
+                        "SELECT id, project, created_at FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)
+                    )
+                )
                 if live:
-                    self.db.after_commit(partial(
-                        self.index.upsert_many, [r["id"] for r in live], np.repeat(vec.reshape(1, -1), len(live), axis=0),
-                        [r["project"] for r in live], [r["created_at"] for r in live],
-                    ))
+                    self.db.after_commit(
+                        partial(
+                            self.index.upsert_many,
+                            [r["id"] for r in live],
+                            np.repeat(vec.reshape(1, -1), len(live), axis=0),
+                            [r["project"] for r in live],
+                            [r["created_at"] for r in live],
+                        )
+                    )
 
         self.db.write(write)
 

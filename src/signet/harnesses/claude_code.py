@@ -71,12 +71,21 @@ class ClaudeCode(Harness):
 
     def mcp_edit(self, ctx: InstallContext) -> Edit:
         server = {"type": "stdio", **stdio_server(ctx)}
-        return mcp_server_edit(ctx.home / ".claude.json", ("mcpServers", "signet"), server,
-                               "MCP server 'signet' (user scope)")
+        return mcp_server_edit(
+            ctx.home / ".claude.json", ("mcpServers", "signet"), server, "MCP server 'signet' (user scope)"
+        )
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
-        return [BlockEdit(ctx.home / ".claude" / "CLAUDE.md", "markdown", "instructions from AGENTS.md",
-                          begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+        return [
+            BlockEdit(
+                ctx.home / ".claude" / "CLAUDE.md",
+                "markdown",
+                "instructions from AGENTS.md",
+                begin=MD_BEGIN,
+                end=MD_END,
+                body=ctx.instructions(),
+            )
+        ]
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
         return [self.settings_edit(ctx), self.mcp_edit(ctx), *self.instruction_edits(ctx)]

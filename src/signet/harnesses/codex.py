@@ -47,12 +47,27 @@ class Codex(Harness):
     def mcp_edit(self, ctx: InstallContext) -> Edit:
         args = json.dumps([*ctx.signet[1:], "mcp"])
         body = f"[mcp_servers.signet]\ncommand = {json.dumps(ctx.signet[0])}\nargs = {args}"
-        return BlockEdit(ctx.home / ".codex" / "config.toml", "toml", "[mcp_servers.signet]",
-                         begin=TOML_BEGIN, end=TOML_END, body=body, validate=toml_validator)
+        return BlockEdit(
+            ctx.home / ".codex" / "config.toml",
+            "toml",
+            "[mcp_servers.signet]",
+            begin=TOML_BEGIN,
+            end=TOML_END,
+            body=body,
+            validate=toml_validator,
+        )
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
-        return [BlockEdit(ctx.home / ".codex" / "AGENTS.md", "markdown", "instructions from AGENTS.md",
-                          begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+        return [
+            BlockEdit(
+                ctx.home / ".codex" / "AGENTS.md",
+                "markdown",
+                "instructions from AGENTS.md",
+                begin=MD_BEGIN,
+                end=MD_END,
+                body=ctx.instructions(),
+            )
+        ]
 
     def edits(self, ctx: InstallContext) -> list[Edit]:
         return [self.hooks_edit(ctx), self.mcp_edit(ctx), *self.instruction_edits(ctx)]

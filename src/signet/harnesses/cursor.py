@@ -36,8 +36,15 @@ class Cursor(Harness):
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         base = ctx.project if ctx.project is not None else ctx.home
         content = RULE.format(marker=MARKER, body=ctx.instructions())
-        return [OwnedFile(base / ".cursor" / "rules" / "signet.mdc", "owned", "always-applied rule",
-                          content=content, marker=MARKER)]
+        return [
+            OwnedFile(
+                base / ".cursor" / "rules" / "signet.mdc",
+                "owned",
+                "always-applied rule",
+                content=content,
+                marker=MARKER,
+            )
+        ]
 
 
 HARNESS = Cursor()

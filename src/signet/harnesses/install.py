@@ -51,7 +51,9 @@ def state_dir(workspace: Path) -> Path:
 
 def make_context(workspace: Path, *, home: Path | None = None, project: Path | None = None) -> InstallContext:
     return InstallContext(
-        home=home or Path.home(), workspace=workspace, signet=signet_argv(),
+        home=home or Path.home(),
+        workspace=workspace,
+        signet=signet_argv(),
         project=project.resolve() if project is not None else None,
     )
 
@@ -60,7 +62,9 @@ def ledger_context(ledger: Ledger, workspace: Path) -> InstallContext:
     """The context an install was made with (same home, project and command)."""
     opts = ledger.options
     return InstallContext(
-        home=Path(opts["home"]), workspace=workspace, signet=list(opts["signet"]),
+        home=Path(opts["home"]),
+        workspace=workspace,
+        signet=list(opts["signet"]),
         project=Path(opts["project"]) if opts.get("project") else None,
     )
 
@@ -70,7 +74,9 @@ def install(harness: Harness, ctx: InstallContext) -> list[Change]:
     ledger = Ledger.load(sd, harness.name) or Ledger(harness=harness.name, installed_at=now_iso())
     changes = apply_edits(harness.edits(ctx), ledger)
     ledger.options = {
-        "home": str(ctx.home), "signet": ctx.signet, "project": str(ctx.project) if ctx.project else None,
+        "home": str(ctx.home),
+        "signet": ctx.signet,
+        "project": str(ctx.project) if ctx.project else None,
     }
     ledger.save(sd)
     return changes
@@ -112,7 +118,9 @@ def status(harness: Harness, workspace: Path, *, home: Path | None = None) -> di
             current = None
         files.append(FileStatus(str(e.path), e.description, current is not None, e.present(current)))
     return {
-        "name": harness.name, "display_name": harness.display_name, "installed": ledger is not None,
+        "name": harness.name,
+        "display_name": harness.display_name,
+        "installed": ledger is not None,
         "installed_at": ledger.installed_at if ledger is not None else None,
         "complete": ledger is not None and all(f.present for f in files),
         "files": [vars(f) for f in files],

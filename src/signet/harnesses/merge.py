@@ -159,7 +159,7 @@ class BlockEdit(Edit):
         m = pat.search(text)
         if m is not None:
             lead = "\n" if m.group(0).startswith("\n") else ""
-            new = text[: m.start()] + lead + self.block() + text[m.end():]
+            new = text[: m.start()] + lead + self.block() + text[m.end() :]
         elif not text:
             new = self.block()
         else:
@@ -239,9 +239,11 @@ class Ledger:
         except FileNotFoundError:
             return None
         return cls(
-            harness=raw["harness"], installed_at=raw["installed_at"],
+            harness=raw["harness"],
+            installed_at=raw["installed_at"],
             files={k: FileRecord(**v) for k, v in raw.get("files", {}).items()},
-            created_dirs=list(raw.get("created_dirs", [])), options=dict(raw.get("options", {})),
+            created_dirs=list(raw.get("created_dirs", [])),
+            options=dict(raw.get("options", {})),
         )
 
     def save(self, state_dir: Path) -> None:
@@ -252,9 +254,11 @@ class Ledger:
             # workspace that is a git repository.
             ignore.write_text("*\n", encoding="utf-8")
         data = {
-            "harness": self.harness, "installed_at": self.installed_at,
+            "harness": self.harness,
+            "installed_at": self.installed_at,
             "files": {k: vars(v) for k, v in self.files.items()},
-            "created_dirs": self.created_dirs, "options": self.options,
+            "created_dirs": self.created_dirs,
+            "options": self.options,
         }
         # The ledger holds copies of the user's config files: keep it private.
         write_atomic(self.path_for(state_dir, self.harness), dump_json(data), mode=0o600)
@@ -320,7 +324,8 @@ def apply_edits(edits: list[Edit], ledger: Ledger) -> list[Change]:
             ledger.files[key] = FileRecord(
                 existed=current is not None,
                 original_b64=None if current is None else base64.b64encode(current).decode("ascii"),
-                written_sha256=sha256(current), kind=e.kind,
+                written_sha256=sha256(current),
+                kind=e.kind,
             )
         if new == current:
             changes.append(Change(e.path, "unchanged", e.description))

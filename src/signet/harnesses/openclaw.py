@@ -106,18 +106,41 @@ class OpenClaw(Harness):
             del_key(obj, ("hooks", "internal", "entries", HOOK_NAME))
 
         return [
-            OwnedFile(hook_dir / "HOOK.md", "owned", "hook metadata",
-                      content=HOOK_MD.format(hook=HOOK_NAME, marker=MARKER), marker=MARKER),
-            OwnedFile(hook_dir / "handler.js", "owned", "hook handler (agent:bootstrap, command:new/reset)",
-                      content=HANDLER.format(marker=MARKER, argv=json.dumps(ctx.signet)), marker=MARKER),
-            JsonEdit(ctx.home / ".openclaw" / "openclaw.json", "json", f"hooks.internal.entries.{HOOK_NAME}",
-                     add=add, strip=strip),
+            OwnedFile(
+                hook_dir / "HOOK.md",
+                "owned",
+                "hook metadata",
+                content=HOOK_MD.format(hook=HOOK_NAME, marker=MARKER),
+                marker=MARKER,
+            ),
+            OwnedFile(
+                hook_dir / "handler.js",
+                "owned",
+                "hook handler (agent:bootstrap, command:new/reset)",
+                content=HANDLER.format(marker=MARKER, argv=json.dumps(ctx.signet)),
+                marker=MARKER,
+            ),
+            JsonEdit(
+                ctx.home / ".openclaw" / "openclaw.json",
+                "json",
+                f"hooks.internal.entries.{HOOK_NAME}",
+                add=add,
+                strip=strip,
+            ),
             *self.instruction_edits(ctx),
         ]
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
-        return [BlockEdit(ctx.home / ".openclaw" / "workspace" / "AGENTS.md", "markdown",
-                          "instructions from AGENTS.md", begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+        return [
+            BlockEdit(
+                ctx.home / ".openclaw" / "workspace" / "AGENTS.md",
+                "markdown",
+                "instructions from AGENTS.md",
+                begin=MD_BEGIN,
+                end=MD_END,
+                body=ctx.instructions(),
+            )
+        ]
 
 
 HARNESS = OpenClaw()

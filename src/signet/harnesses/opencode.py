@@ -101,15 +101,28 @@ class OpenCode(Harness):
         server = {"type": "local", "command": [*ctx.signet, "mcp"], "enabled": True}
         plugin = PLUGIN.format(marker=PLUGIN_MARKER, argv=json.dumps(ctx.signet))
         return [
-            OwnedFile(base / "plugins" / "signet.js", "owned", "plugin (session start, prompts, compaction, session end)",
-                      content=plugin, marker=PLUGIN_MARKER),
+            OwnedFile(
+                base / "plugins" / "signet.js",
+                "owned",
+                "plugin (session start, prompts, compaction, session end)",
+                content=plugin,
+                marker=PLUGIN_MARKER,
+            ),
             mcp_server_edit(base / "opencode.json", ("mcp", "signet"), server, "MCP server 'signet'"),
             *self.instruction_edits(ctx),
         ]
 
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
-        return [BlockEdit(ctx.home / ".config" / "opencode" / "AGENTS.md", "markdown", "instructions from AGENTS.md",
-                          begin=MD_BEGIN, end=MD_END, body=ctx.instructions())]
+        return [
+            BlockEdit(
+                ctx.home / ".config" / "opencode" / "AGENTS.md",
+                "markdown",
+                "instructions from AGENTS.md",
+                begin=MD_BEGIN,
+                end=MD_END,
+                body=ctx.instructions(),
+            )
+        ]
 
 
 HARNESS = OpenCode()

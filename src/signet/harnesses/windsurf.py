@@ -40,11 +40,25 @@ class Windsurf(Harness):
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         if ctx.project is not None:
             content = PROJECT_RULE.format(marker=MARKER, body=ctx.instructions(limit=BLOCK_LIMIT))
-            return [OwnedFile(ctx.project / ".windsurf" / "rules" / "signet.md", "owned", "always-on workspace rule",
-                              content=content, marker=MARKER)]
-        return [BlockEdit(ctx.home / ".codeium" / "windsurf" / "memories" / "global_rules.md", "markdown",
-                          "global rules block from AGENTS.md", begin=MD_BEGIN, end=MD_END,
-                          body=ctx.instructions(limit=BLOCK_LIMIT))]
+            return [
+                OwnedFile(
+                    ctx.project / ".windsurf" / "rules" / "signet.md",
+                    "owned",
+                    "always-on workspace rule",
+                    content=content,
+                    marker=MARKER,
+                )
+            ]
+        return [
+            BlockEdit(
+                ctx.home / ".codeium" / "windsurf" / "memories" / "global_rules.md",
+                "markdown",
+                "global rules block from AGENTS.md",
+                begin=MD_BEGIN,
+                end=MD_END,
+                body=ctx.instructions(limit=BLOCK_LIMIT),
+            )
+        ]
 
 
 HARNESS = Windsurf()

@@ -106,8 +106,13 @@ def assemble(sections: list[Section], budget: int, *, header: str = "") -> Assem
             report.append({"name": sec.name, "tokens": 0, "truncated": True, "dropped": True})
             continue
         parts.append(block)
-        report.append({
-            "name": sec.name, "tokens": estimate_tokens(block), "truncated": fitted != body, "dropped": False,
-        })
+        report.append(
+            {
+                "name": sec.name,
+                "tokens": estimate_tokens(block),
+                "truncated": fitted != body,
+                "dropped": False,
+            }
+        )
     text = SEPARATOR.join(parts)
     return Assembled(text=text, tokens=estimate_tokens(text), budget=budget, sections=report)

@@ -60,8 +60,16 @@ def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int) -> in
             continue
         harness, session_id = key.split(":", 1)
         out = ingest_transcript(
-            db, content_hash=file_hash(path.read_bytes()), path=str(path), adapter=JSONL.name, turns=parsed.turns,
-            session_id=session_id, harness=harness, project=None, agent_id="default", enqueue=enqueue,
+            db,
+            content_hash=file_hash(path.read_bytes()),
+            path=str(path),
+            adapter=JSONL.name,
+            turns=parsed.turns,
+            session_id=session_id,
+            harness=harness,
+            project=None,
+            agent_id="default",
+            enqueue=enqueue,
             max_attempts=max_attempts,
         )
         stored += out.status == "stored"

@@ -96,8 +96,15 @@ def last_exchanges(turns: list[Turn], n: int, max_chars: int = 600) -> str:
 
 class HookService:
     def __init__(
-        self, db: Database, memory: MemoryService, settings: HooksSettings, workspace_root: Path,
-        *, session_budget: int = 2000, pipeline_enabled: bool = True, max_attempts: int,
+        self,
+        db: Database,
+        memory: MemoryService,
+        settings: HooksSettings,
+        workspace_root: Path,
+        *,
+        session_budget: int = 2000,
+        pipeline_enabled: bool = True,
+        max_attempts: int,
     ) -> None:
         self.db = db
         self.memory = memory
@@ -131,9 +138,14 @@ class HookService:
         if handoff is not None:
             when = str(handoff["updated_at"])[:16].replace("T", " ")
             where = f" in {handoff['project']}" if handoff["project"] else ""
-            sections.append(Section(
-                "handoff", f"Last session ({handoff['harness']}{where}, {when} UTC)", handoff["content"], share=0.25,
-            ))
+            sections.append(
+                Section(
+                    "handoff",
+                    f"Last session ({handoff['harness']}{where}, {when} UTC)",
+                    handoff["content"],
+                    share=0.25,
+                )
+            )
         if memories:
             sections.append(Section("memories", "Relevant memories", "\n".join(format_memory(m) for m in memories)))
         out = assemble(sections, budget, header=HEADER)
@@ -148,9 +160,12 @@ class HookService:
 
             self.db.write(write)
         return SessionStartResponse(
-            context=out.text, tokens=out.tokens, budget=budget,
+            context=out.text,
+            tokens=out.tokens,
+            budget=budget,
             sections=[SectionReport.model_validate(s) for s in out.sections],
-            memory_ids=kept, handoff_id=handoff["id"] if handoff is not None else None,
+            memory_ids=kept,
+            handoff_id=handoff["id"] if handoff is not None else None,
         )
 
     def _session_memories(self, req: SessionStartRequest, handoff: Any, scope: ReadScope) -> list[dict[str, Any]]:
@@ -170,9 +185,7 @@ class HookService:
         add([m.model_dump() for m in pinned.items])
         seed = " ".join(p for p in (req.project, handoff["content"][:800] if handoff is not None else None) if p)
         if seed and len(found) < limit:
-            res = self.memory.recall(
-                RecallRequest(query=seed, limit=limit, track_access=False), scope=scope
-            )
+            res = self.memory.recall(RecallRequest(query=seed, limit=limit, track_access=False), scope=scope)
             add([r.model_dump() for r in res.results])
         if req.project and len(found) < limit:
             recent = self.memory.list_memories(MemoryFilter(project=req.project, scope=scope), limit=limit)
@@ -200,7 +213,9 @@ class HookService:
         )
         scored = self._relevance(prompt, res)
         if not scored:
-            return PromptSubmitResponse(context="", tokens=0, outcome="no_results", top_score=None, memories=[], turn=turn)
+            return PromptSubmitResponse(
+                context="", tokens=0, outcome="no_results", top_score=None, memories=[], turn=turn
+            )
         top = scored[0][1]
         passing = [(r, s) for r, s in scored if s >= cfg.prompt_min_score]
         if not passing:
@@ -238,8 +253,12 @@ class HookService:
             ids = [m.id for m in chosen]
             self.db.write(lambda c: store.record_injections(c, key, ids, turn, "user-prompt-submit"))
         return PromptSubmitResponse(
-            context=context, tokens=estimate_tokens(context), outcome="injected", top_score=round(top, 4),
-            memories=chosen, turn=turn,
+            context=context,
+            tokens=estimate_tokens(context),
+            outcome="injected",
+            top_score=round(top, 4),
+            memories=chosen,
+            turn=turn,
         )
 
     @staticmethod
@@ -266,10 +285,7 @@ class HookService:
     def session_end(self, req: SessionEndRequest, *, scope: ReadScope = UNSCOPED) -> SessionEndResponse:
         req, agent = owned(req, scope)
         key = store.session_key(req.harness, req.session_id)
-        turns = clean_turns([
-            Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None)
-            for t in req.turns
-        ])
+        turns = clean_turns([Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None) for t in req.turns])
         if not turns:
             self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent))
             return SessionEndResponse(session_key=key, turns=0, transcript_path=None, handoff_id=None, job_id=None)
@@ -282,18 +298,33 @@ class HookService:
             store.touch_session(conn, key, req.harness, req.project, agent)
             store.store_transcript(conn, key, turns, harness=req.harness, project=req.project, agent_id=agent)
             store.upsert_conversation(
-                conn, key, req.session_id, harness=req.harness, project=req.project, agent_id=agent,
-                started_at=turns[0].timestamp or now, ended_at=turns[-1].timestamp or now, summary=handoff,
+                conn,
+                key,
+                req.session_id,
+                harness=req.harness,
+                project=req.project,
+                agent_id=agent,
+                started_at=turns[0].timestamp or now,
+                ended_at=turns[-1].timestamp or now,
+                summary=handoff,
             )
             hid = store.upsert_handoff(
                 conn, key, harness=req.harness, project=req.project, agent_id=agent, kind="exchange", content=handoff
             )
             job = None
             if self.pipeline_enabled:
-                job = store.enqueue_extraction(conn, {
-                    "source": "session_transcript", "session_key": key, "harness": req.harness,
-                    "project": req.project, "agent_id": agent, "transcript_path": str(path),
-                }, max_attempts=self.max_attempts)
+                job = store.enqueue_extraction(
+                    conn,
+                    {
+                        "source": "session_transcript",
+                        "session_key": key,
+                        "harness": req.harness,
+                        "project": req.project,
+                        "agent_id": agent,
+                        "transcript_path": str(path),
+                    },
+                    max_attempts=self.max_attempts,
+                )
             return hid, job
 
         hid, job = self.db.write(write)
@@ -314,26 +345,43 @@ class HookService:
                 summary = summarize(turns)
             except LlmError as exc:  # no LLM answering: the last-exchanges handoff stays; said once
                 if self._llm_down_said.acquire(blocking=False):
-                    log.warning("handoff summaries use the last exchanges: the LLM did not answer (%s); "
-                                "said once per daemon run", exc)
+                    log.warning(
+                        "handoff summaries use the last exchanges: the LLM did not answer (%s); "
+                        "said once per daemon run",
+                        exc,
+                    )
                 return
             except Exception:  # a bug in summarizing keeps the fallback handoff; the session is saved
                 log.exception("handoff summary failed for %s", key)
                 return
             if summary and summary.strip():
-                self.db.write(lambda c: store.upsert_handoff(
-                    c, key, harness=req.harness, project=req.project, agent_id=agent, kind="summary",
-                    content=summary.strip(),
-                ))
+                self.db.write(
+                    lambda c: store.upsert_handoff(
+                        c,
+                        key,
+                        harness=req.harness,
+                        project=req.project,
+                        agent_id=agent,
+                        kind="summary",
+                        content=summary.strip(),
+                    )
+                )
 
         threading.Thread(target=run, name=f"signet-handoff-{key[:40]}", daemon=True).start()
 
     # -- remember / recall -----------------------------------------------------------------
     def remember(self, req: HookRememberRequest, *, changed_by: str, scope: ReadScope = UNSCOPED) -> RememberResponse:
         body = RememberRequest(
-            content=req.content, type=req.type, importance=req.importance, tags=req.tags, pinned=req.pinned,
-            who=req.harness, project=req.project, agent_id=req.agent_id,
-            source_type="hook", source_id=req.session_id,
+            content=req.content,
+            type=req.type,
+            importance=req.importance,
+            tags=req.tags,
+            pinned=req.pinned,
+            who=req.harness,
+            project=req.project,
+            agent_id=req.agent_id,
+            source_type="hook",
+            source_id=req.session_id,
         )
         return self.memory.remember(body, changed_by=changed_by, scope=scope)
 
@@ -351,18 +399,33 @@ class HookService:
         self, req: CompactionCompleteRequest, *, changed_by: str, scope: ReadScope = UNSCOPED
     ) -> CompactionCompleteResponse:
         req, agent = owned(req, scope)
-        saved = self.memory.remember(RememberRequest(
-            content=f"Session summary ({req.harness}{', ' + req.project if req.project else ''}): {req.summary}",
-            type=MemoryType.EPISODIC,
-            importance=0.6, tags=["compaction", "session"], who=req.harness, project=req.project,
-            agent_id=req.agent_id, source_type="compaction", source_id=req.session_id,
-        ), changed_by=changed_by, scope=scope)
+        saved = self.memory.remember(
+            RememberRequest(
+                content=f"Session summary ({req.harness}{', ' + req.project if req.project else ''}): {req.summary}",
+                type=MemoryType.EPISODIC,
+                importance=0.6,
+                tags=["compaction", "session"],
+                who=req.harness,
+                project=req.project,
+                agent_id=req.agent_id,
+                source_type="compaction",
+                source_id=req.session_id,
+            ),
+            changed_by=changed_by,
+            scope=scope,
+        )
         hid = None
         if req.session_id:
             key = store.session_key(req.harness, req.session_id)
-            hid = self.db.write(lambda c: store.upsert_handoff(
-                c, key, harness=req.harness, project=req.project, agent_id=agent, kind="compaction",
-                content=req.summary,
-            ))
+            hid = self.db.write(
+                lambda c: store.upsert_handoff(
+                    c,
+                    key,
+                    harness=req.harness,
+                    project=req.project,
+                    agent_id=agent,
+                    kind="compaction",
+                    content=req.summary,
+                )
+            )
         return CompactionCompleteResponse(memory_id=saved.id, handoff_id=hid)
-

@@ -4,7 +4,7 @@ PRE_COMPACTION = (
     "Before compacting, keep in the summary: decisions made and why, the user's stated preferences, "
     "open tasks and their next step, file paths and commands that matter, and errors still unresolved. "
     "Drop tool output and dead ends. Anything worth keeping across sessions can be saved with "
-    "`signet remember \"...\"` (or the memory_store tool)."
+    '`signet remember "..."` (or the memory_store tool).'
 )
 
 DAEMON_DOWN = (

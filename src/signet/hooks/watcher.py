@@ -107,8 +107,9 @@ class IdentityWatcher:
             if self._watching_agents or self._stop.is_set() or not self._agents.is_dir():
                 return
             self._watching_agents = True
-            t = threading.Thread(target=self._watch_tree, args=(self._agents,), name="signet-watcher-agents",
-                                 daemon=True)
+            t = threading.Thread(
+                target=self._watch_tree, args=(self._agents,), name="signet-watcher-agents", daemon=True
+            )
             self._threads.append(t)
         t.start()
 
@@ -127,8 +128,15 @@ class IdentityWatcher:
             return p == also or any(relevant(self.root, p))
 
         try:
-            yield from watch(path, watch_filter=keep, debounce=200, step=50, stop_event=self._stop,
-                             raise_interrupt=False, recursive=recursive)
+            yield from watch(
+                path,
+                watch_filter=keep,
+                debounce=200,
+                step=50,
+                stop_event=self._stop,
+                raise_interrupt=False,
+                recursive=recursive,
+            )
         except OSError as exc:  # the folder vanished or cannot be watched: sync stops, the daemon goes on
             log.warning("identity watcher stopped watching %s: %s", path, exc)
 
@@ -202,5 +210,10 @@ class IdentityWatcher:
 
     def _git(self, *args: str, check: bool) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            ["git", *args], cwd=self.root, capture_output=True, text=True, check=check, timeout=30,
+            ["git", *args],
+            cwd=self.root,
+            capture_output=True,
+            text=True,
+            check=check,
+            timeout=30,
         )

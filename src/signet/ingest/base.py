@@ -118,8 +118,12 @@ def harness_transcript(adapter: str, turns: list[Turn], session_id: Any, cwd: An
     """A harness session: its id, and the project named after its working directory."""
     cwd_s = cwd if isinstance(cwd, str) and cwd else None
     return Transcript(
-        adapter=adapter, turns=clean_turns(turns), session_id=str(session_id) if session_id else None,
-        harness=adapter, project=Path(cwd_s).name if cwd_s else None, metadata={"cwd": cwd_s} if cwd_s else {},
+        adapter=adapter,
+        turns=clean_turns(turns),
+        session_id=str(session_id) if session_id else None,
+        harness=adapter,
+        project=Path(cwd_s).name if cwd_s else None,
+        metadata={"cwd": cwd_s} if cwd_s else {},
     )
 
 

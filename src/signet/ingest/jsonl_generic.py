@@ -15,8 +15,15 @@ from signet.transcript import Turn
 
 NAME = "jsonl"
 ROLE_MAP = {
-    "user": "user", "human": "user", "person": "user", "customer": "user",
-    "assistant": "assistant", "ai": "assistant", "bot": "assistant", "model": "assistant", "agent": "assistant",
+    "user": "user",
+    "human": "user",
+    "person": "user",
+    "customer": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "bot": "assistant",
+    "model": "assistant",
+    "agent": "assistant",
 }
 
 

@@ -28,8 +28,18 @@ def ingest_session_key(*, harness: str | None, adapter: str, session_id: str | N
 
 
 def ingest_transcript(
-    db: Database, *, content_hash: str, path: str, adapter: str, turns: list[Turn], session_id: str | None,
-    harness: str | None, project: str | None, agent_id: str, enqueue: bool, max_attempts: int,
+    db: Database,
+    *,
+    content_hash: str,
+    path: str,
+    adapter: str,
+    turns: list[Turn],
+    session_id: str | None,
+    harness: str | None,
+    project: str | None,
+    agent_id: str,
+    enqueue: bool,
+    max_attempts: int,
 ) -> IngestOutcome:
     """Store the transcript unless this exact file was stored before; with ``enqueue``, queue
     its extraction with ``max_attempts`` (the pipeline's ``maxAttempts``)."""
@@ -43,16 +53,31 @@ def ingest_transcript(
         now = store.now_iso()
         times = [t.timestamp for t in turns if t.timestamp]
         store.upsert_conversation(
-            conn, key, session_id or key, harness=harness or adapter, project=project, agent_id=agent_id,
-            started_at=min(times) if times else now, ended_at=max(times) if times else now, summary=None,
+            conn,
+            key,
+            session_id or key,
+            harness=harness or adapter,
+            project=project,
+            agent_id=agent_id,
+            started_at=min(times) if times else now,
+            ended_at=max(times) if times else now,
+            summary=None,
         )
         store.record_ingest(conn, content_hash, path, adapter, key, len(turns))
         job = None
         if enqueue and turns:
-            job = store.enqueue_extraction(conn, {
-                "source": "ingest", "session_key": key, "harness": harness or adapter, "project": project,
-                "agent_id": agent_id, "path": path,
-            }, max_attempts=max_attempts)
+            job = store.enqueue_extraction(
+                conn,
+                {
+                    "source": "ingest",
+                    "session_key": key,
+                    "harness": harness or adapter,
+                    "project": project,
+                    "agent_id": agent_id,
+                    "path": path,
+                },
+                max_attempts=max_attempts,
+            )
         return IngestOutcome("stored", key, len(turns), job)
 
     result: IngestOutcome = db.write(write)

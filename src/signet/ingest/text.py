@@ -10,8 +10,16 @@ from signet.ingest.base import Transcript, clean_turns, normalize_time
 from signet.transcript import Turn
 
 NAME = "text"
-SPEAKERS = {"user": "user", "human": "user", "me": "user", "assistant": "assistant", "ai": "assistant",
-            "claude": "assistant", "agent": "assistant", "bot": "assistant"}
+SPEAKERS = {
+    "user": "user",
+    "human": "user",
+    "me": "user",
+    "assistant": "assistant",
+    "ai": "assistant",
+    "claude": "assistant",
+    "agent": "assistant",
+    "bot": "assistant",
+}
 _NAMES = "|".join(SPEAKERS)
 PLAIN = re.compile(rf"^\s*(?:\[(?P<ts>[^\]]+)\]\s*)?(?P<who>{_NAMES})\s*:\s?(?P<rest>.*)$", re.IGNORECASE)
 MARKED = re.compile(

@@ -95,8 +95,13 @@ class McpEndpoint:
 
             server = build_server(self._client, self.workspace_root)
             # A session manager runs once; a new one per app start lets an app restart (tests do).
-            server.streamable_http_app(streamable_http_path=PATH, stateless_http=True, json_response=True,
-                                       transport_security=self._security(), host=self.host)
+            server.streamable_http_app(
+                streamable_http_path=PATH,
+                stateless_http=True,
+                json_response=True,
+                transport_security=self._security(),
+                host=self.host,
+            )
             manager = server.session_manager
         except Exception as exc:  # the daemon keeps serving its API; /mcp says what failed
             log.exception("the MCP endpoint could not start")

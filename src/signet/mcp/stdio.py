@@ -50,8 +50,9 @@ class DaemonLink:
             cmd += ["--host", parts.hostname]
         if parts.port:
             cmd += ["--port", str(parts.port)]
-        proc = subprocess.run(cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True,
-                              timeout=self.start_timeout + 10, check=False)
+        proc = subprocess.run(
+            cmd, stdin=subprocess.DEVNULL, capture_output=True, text=True, timeout=self.start_timeout + 10, check=False
+        )
         if proc.returncode != 0:
             detail = (proc.stderr or proc.stdout).strip().splitlines()
             raise DaemonUnavailable(f"could not start the Signet daemon: {detail[-1] if detail else proc.returncode}")
@@ -66,8 +67,13 @@ AGENT_HEADER = "X-Signet-Agent"
 
 
 def serve_stdio(
-    url: str | None = None, *, token: str | None = None, start_daemon: bool = False,
-    workspace_root: Path | None = None, timeout: float = 30.0, agent: str | None = None,
+    url: str | None = None,
+    *,
+    token: str | None = None,
+    start_daemon: bool = False,
+    workspace_root: Path | None = None,
+    timeout: float = 30.0,
+    agent: str | None = None,
 ) -> None:
     """Run until stdin closes.
 

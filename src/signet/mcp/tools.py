@@ -109,8 +109,15 @@ class SignetTools:
         self.client = client
 
     def add(
-        self, name: str, description: str, params: list[inspect.Parameter], returns: type[BaseModel], run: Run,
-        *, read_only: bool = False, destructive: bool = False,
+        self,
+        name: str,
+        description: str,
+        params: list[inspect.Parameter],
+        returns: type[BaseModel],
+        run: Run,
+        *,
+        read_only: bool = False,
+        destructive: bool = False,
     ) -> None:
         factory = self.client
 
@@ -126,9 +133,13 @@ class SignetTools:
         tool.__annotations__ = {"ctx": Context, **{p.name: p.annotation for p in params}, "return": returns}
         tool.__name__ = name
         self.server.add_tool(
-            tool, name=name, description=description, structured_output=True,
-            annotations=ToolAnnotations(read_only_hint=read_only, destructive_hint=destructive,
-                                        idempotent_hint=read_only, open_world_hint=False),
+            tool,
+            name=name,
+            description=description,
+            structured_output=True,
+            annotations=ToolAnnotations(
+                read_only_hint=read_only, destructive_hint=destructive, idempotent_hint=read_only, open_world_hint=False
+            ),
         )
 
 
@@ -196,44 +207,92 @@ async def _feedback(c: AsyncSignetClient, a: dict[str, Any]) -> FeedbackResponse
 
 def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
     t = SignetTools(server, client)
-    t.add("memory_search",
-          "Search long-term memory (hybrid keyword + semantic). Returns the best matches with scores; "
-          "filter by type, tags, project or time. Use before answering about past work, people, preferences.",
-          fields_of(RecallRequest, "query", "limit", "type", "tags", "project", "min_score", "since", "until"),
-          RecallResponse, _search, read_only=True)
-    t.add("memory_store",
-          "Save one durable memory (a fact, decision, preference, rule…). Identical content is deduplicated. "
-          "Prefix `critical:` pins it.",
-          fields_of(RememberRequest, "content", "type", "importance", "tags", "project", "pinned", "who", "why"),
-          RememberResponse, _store)
-    t.add("memory_get", "Read one memory by id, with its version (for memory_modify's if_version).",
-          MEMORY_ID, Memory, _get, read_only=True)
-    t.add("memory_list", "List memories, newest first, with filters and pagination.",
-          fields_of(ListQuery, "limit", "offset", "type", "project", "tags", "pinned", "since", "until"),
-          MemoryList, _list, read_only=True)
-    t.add("memory_modify",
-          "Correct or update a memory: `fields` holds the new values, `reason` says why (kept in its history). "
-          "Pass `if_version` (from memory_get) to refuse the change if someone edited it meanwhile.",
-          [*MEMORY_ID, *fields_of(PatchMemoryRequest, "reason", required=["reason"]),
-           param("fields", Annotated[MemoryPatchFields, Field(description="The fields to change.")]),
-           *fields_of(PatchMemoryRequest, "if_version")],
-          ModifyResult, _modify)
-    t.add("memory_forget",
-          "Forget memories (recoverable soft delete). One memory: pass `id` and `reason`. Several: pass ids, "
-          "query or filters WITHOUT confirm_token to preview the matches, then call again with the same selection, "
-          "a `reason` and the preview's `confirm_token` to forget exactly those.",
-          [param("id", Annotated[str | None, Field(min_length=1, max_length=200,
-                                                   description="One memory to forget.")], None),
-           *fields_of(ForgetRequest, "ids", "query", "type", "tags", "project", "reason", "confirm_token")],
-          ForgetResponse, _forget, destructive=True)
-    t.add("memory_recover", "Undo a forget (within the retention window); `reason` is required.",
-          [*MEMORY_ID, *fields_of(RecoverRequest, "reason", "if_version")], RecoverResponse, _recover)
-    t.add("memory_history", "Every change to a memory (created, updated, deleted, recovered), oldest first.",
-          MEMORY_ID, HistoryResponse, _history, read_only=True)
-    t.add("memory_feedback",
-          "Rate memories recalled in this session: positive (helped), negative (wrong or useless), or correction "
-          "(with the corrected text). Stored for ranking and repair.",
-          fields_of(FeedbackRequest, "session_id", "ratings"), FeedbackResponse, _feedback)
+    t.add(
+        "memory_search",
+        "Search long-term memory (hybrid keyword + semantic). Returns the best matches with scores; "
+        "filter by type, tags, project or time. Use before answering about past work, people, preferences.",
+        fields_of(RecallRequest, "query", "limit", "type", "tags", "project", "min_score", "since", "until"),
+        RecallResponse,
+        _search,
+        read_only=True,
+    )
+    t.add(
+        "memory_store",
+        "Save one durable memory (a fact, decision, preference, rule…). Identical content is deduplicated. "
+        "Prefix `critical:` pins it.",
+        fields_of(RememberRequest, "content", "type", "importance", "tags", "project", "pinned", "who", "why"),
+        RememberResponse,
+        _store,
+    )
+    t.add(
+        "memory_get",
+        "Read one memory by id, with its version (for memory_modify's if_version).",
+        MEMORY_ID,
+        Memory,
+        _get,
+        read_only=True,
+    )
+    t.add(
+        "memory_list",
+        "List memories, newest first, with filters and pagination.",
+        fields_of(ListQuery, "limit", "offset", "type", "project", "tags", "pinned", "since", "until"),
+        MemoryList,
+        _list,
+        read_only=True,
+    )
+    t.add(
+        "memory_modify",
+        "Correct or update a memory: `fields` holds the new values, `reason` says why (kept in its history). "
+        "Pass `if_version` (from memory_get) to refuse the change if someone edited it meanwhile.",
+        [
+            *MEMORY_ID,
+            *fields_of(PatchMemoryRequest, "reason", required=["reason"]),
+            param("fields", Annotated[MemoryPatchFields, Field(description="The fields to change.")]),
+            *fields_of(PatchMemoryRequest, "if_version"),
+        ],
+        ModifyResult,
+        _modify,
+    )
+    t.add(
+        "memory_forget",
+        "Forget memories (recoverable soft delete). One memory: pass `id` and `reason`. Several: pass ids, "
+        "query or filters WITHOUT confirm_token to preview the matches, then call again with the same selection, "
+        "a `reason` and the preview's `confirm_token` to forget exactly those.",
+        [
+            param(
+                "id",
+                Annotated[str | None, Field(min_length=1, max_length=200, description="One memory to forget.")],
+                None,
+            ),
+            *fields_of(ForgetRequest, "ids", "query", "type", "tags", "project", "reason", "confirm_token"),
+        ],
+        ForgetResponse,
+        _forget,
+        destructive=True,
+    )
+    t.add(
+        "memory_recover",
+        "Undo a forget (within the retention window); `reason` is required.",
+        [*MEMORY_ID, *fields_of(RecoverRequest, "reason", "if_version")],
+        RecoverResponse,
+        _recover,
+    )
+    t.add(
+        "memory_history",
+        "Every change to a memory (created, updated, deleted, recovered), oldest first.",
+        MEMORY_ID,
+        HistoryResponse,
+        _history,
+        read_only=True,
+    )
+    t.add(
+        "memory_feedback",
+        "Rate memories recalled in this session: positive (helped), negative (wrong or useless), or correction "
+        "(with the corrected text). Stored for ranking and repair.",
+        fields_of(FeedbackRequest, "session_id", "ratings"),
+        FeedbackResponse,
+        _feedback,
+    )
 
 
 def register_identity(server: MCPServer[Any], root: Path) -> None:
@@ -247,10 +306,16 @@ def register_identity(server: MCPServer[Any], root: Path) -> None:
             except FileNotFoundError:
                 raise ResourceError(f"{path.name} does not exist in the workspace {path.parent}") from None
 
-        server.add_resource(FunctionResource(
-            uri=f"signet://identity/{name}", name=name, title=f"Identity: {name}", mime_type="text/markdown",
-            description=f"The agent's {name} from the Signet workspace.", fn=read,
-        ))
+        server.add_resource(
+            FunctionResource(
+                uri=f"signet://identity/{name}",
+                name=name,
+                title=f"Identity: {name}",
+                mime_type="text/markdown",
+                description=f"The agent's {name} from the Signet workspace.",
+                fn=read,
+            )
+        )
 
 
 class SignetServer(MCPServer[Any]):
@@ -269,8 +334,9 @@ class SignetServer(MCPServer[Any]):
 
 
 def build_server(client: ClientFactory, workspace_root: Path | None) -> MCPServer[Any]:
-    server = SignetServer("signet", title="Signet memory", version=__version__, instructions=INSTRUCTIONS,
-                          log_level="WARNING")
+    server = SignetServer(
+        "signet", title="Signet memory", version=__version__, instructions=INSTRUCTIONS, log_level="WARNING"
+    )
     register_tools(server, client)
     if workspace_root is not None:
         register_identity(server, workspace_root)

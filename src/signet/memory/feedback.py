@@ -29,8 +29,10 @@ MemoryRef = Annotated[str, Field(min_length=1, max_length=200)]
 
 class FeedbackItem(StrictModel):
     memory_id: MemoryRef
-    feedback: FeedbackType = Field(description="positive: it helped; negative: wrong or useless; correction: "
-                                               "it is wrong and `correction` says what is right.")
+    feedback: FeedbackType = Field(
+        description="positive: it helped; negative: wrong or useless; correction: "
+        "it is wrong and `correction` says what is right."
+    )
     correction: Annotated[str, Field(min_length=1, max_length=10_000)] | None = Field(
         None, description="Required with feedback=correction, refused otherwise."
     )
@@ -74,12 +76,20 @@ class FeedbackList(BaseModel):
 
 
 def _record(row: Any) -> FeedbackRecord:
-    return FeedbackRecord(id=row["id"], memory_id=row["memory_id"], session_id=row["session_id"],
-                          feedback=row["feedback_type"], correction=row["correction_text"], actor=row["actor"],
-                          created_at=row["created_at"])
+    return FeedbackRecord(
+        id=row["id"],
+        memory_id=row["memory_id"],
+        session_id=row["session_id"],
+        feedback=row["feedback_type"],
+        correction=row["correction_text"],
+        actor=row["actor"],
+        created_at=row["created_at"],
+    )
 
 
-def record_feedback(conn: Connection, req: FeedbackRequest, *, actor: str, scope: ReadScope = UNSCOPED) -> FeedbackResponse:
+def record_feedback(
+    conn: Connection, req: FeedbackRequest, *, actor: str, scope: ReadScope = UNSCOPED
+) -> FeedbackResponse:
     """Store every rating in ``req`` (inside the caller's write transaction): all or none.
 
     A rating of a memory that does not exist, or that the caller cannot read, fails the
@@ -96,20 +106,39 @@ def record_feedback(conn: Connection, req: FeedbackRequest, *, actor: str, scope
     created = now_iso()
     out: list[FeedbackRecord] = []
     for item in req.ratings:
-        rec = FeedbackRecord(id=str(uuid.uuid4()), memory_id=item.memory_id, session_id=req.session_id,
-                             feedback=item.feedback, correction=item.correction, actor=who, created_at=created)
+        rec = FeedbackRecord(
+            id=str(uuid.uuid4()),
+            memory_id=item.memory_id,
+            session_id=req.session_id,
+            feedback=item.feedback,
+            correction=item.correction,
+            actor=who,
+            created_at=created,
+        )
         conn.execute(
             "INSERT INTO agent_feedback (id, memory_id, session_id, feedback_type, correction_text, actor, "
             "agent_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-            (rec.id, rec.memory_id, rec.session_id, rec.feedback, rec.correction, rec.actor, scope.agent_id,
-             rec.created_at),
+            (
+                rec.id,
+                rec.memory_id,
+                rec.session_id,
+                rec.feedback,
+                rec.correction,
+                rec.actor,
+                scope.agent_id,
+                rec.created_at,
+            ),
         )
         out.append(rec)
     return FeedbackResponse(session_id=req.session_id, recorded=len(out), items=out)
 
 
 def list_feedback(
-    conn: Connection, *, session_id: str | None = None, memory_id: str | None = None, limit: int = 100,
+    conn: Connection,
+    *,
+    session_id: str | None = None,
+    memory_id: str | None = None,
+    limit: int = 100,
     scope: ReadScope = UNSCOPED,
 ) -> FeedbackList:
     """Ratings, newest first, of memories the caller can read."""

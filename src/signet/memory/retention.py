@@ -65,50 +65,88 @@ class RetentionWorker:
         limit = s.batch_limit
         report = SweepReport()
         tomb_cut = self._cutoff(s.tombstone_days, now)
-        expired = self.db.read(lambda c: [
-            (r[0], r[1]) for r in c.execute(
-                "SELECT id, content_hash FROM memories WHERE is_deleted = 1 AND deleted_at < ? ORDER BY deleted_at LIMIT ?",
-                (tomb_cut, limit))
-        ])
+        expired = self.db.read(
+            lambda c: [
+                (r[0], r[1])
+                for r in c.execute(
+                    "SELECT id, content_hash FROM memories WHERE is_deleted = 1 AND deleted_at < ? ORDER BY deleted_at LIMIT ?",
+                    (tomb_cut, limit),
+                )
+            ]
+        )
         ids = [i for i, _ in expired]
         marks = ",".join("?" for _ in ids)
         if ids:
+
             def unlink(conn: Connection) -> tuple[int, int]:
-                per_entity = list(conn.execute(
-                    f"SELECT entity_id, COUNT(*) FROM memory_entity_mentions WHERE memory_id IN ({marks}) GROUP BY entity_id",
-                    ids))
+                per_entity = list(
+                    conn.execute(
+                        f"SELECT entity_id, COUNT(*) FROM memory_entity_mentions WHERE memory_id IN ({marks}) GROUP BY entity_id",
+                        ids,
+                    )
+                )
                 links = conn.execute(f"DELETE FROM memory_entity_mentions WHERE memory_id IN ({marks})", ids).rowcount
                 orphans = 0
                 for entity_id, n in per_entity:
                     conn.execute("UPDATE entities SET mentions = MAX(mentions - ?, 0) WHERE id = ?", (n, entity_id))
                     orphans += conn.execute(
-                        "DELETE FROM entities WHERE id = ? AND mentions <= 0", (entity_id,)).rowcount
+                        "DELETE FROM entities WHERE id = ? AND mentions <= 0", (entity_id,)
+                    ).rowcount
                 return links, orphans
 
             report.graph_links, report.orphaned_entities = self.db.write(unlink)
             hashes = list({h for _, h in expired})
             hmarks = ",".join("?" for _ in hashes)
-            report.embeddings = self.db.write(lambda conn: conn.execute(
-                f"DELETE FROM embeddings WHERE content_hash IN ({hmarks}) AND NOT EXISTS (SELECT 1 FROM memories m "
-                f"WHERE m.content_hash = embeddings.content_hash AND m.id NOT IN ({marks}))", (*hashes, *ids)).rowcount)
+            report.embeddings = self.db.write(
+                lambda conn: (
+                    conn.execute(
+                        f"DELETE FROM embeddings WHERE content_hash IN ({hmarks}) AND NOT EXISTS (SELECT 1 FROM memories m "
+                        f"WHERE m.content_hash = embeddings.content_hash AND m.id NOT IN ({marks}))",
+                        (*hashes, *ids),
+                    ).rowcount
+                )
+            )
             report.tombstones = len(ids)
             self.db.write(lambda conn: conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids))
         hist_cut = self._cutoff(s.history_days, now)
-        report.history = self.db.write(lambda conn: conn.execute(
-            "DELETE FROM memory_history WHERE rowid IN (SELECT rowid FROM memory_history WHERE created_at < ? LIMIT ?)",
-            (hist_cut, limit)).rowcount)
+        report.history = self.db.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM memory_history WHERE rowid IN (SELECT rowid FROM memory_history WHERE created_at < ? LIMIT ?)",
+                    (hist_cut, limit),
+                ).rowcount
+            )
+        )
         done_cut = self._cutoff(s.completed_job_days, now)
-        report.completed_jobs = self.db.write(lambda conn: conn.execute(
-            "DELETE FROM memory_jobs WHERE id IN (SELECT id FROM memory_jobs WHERE status = 'completed' "
-            "AND completed_at < ? LIMIT ?)", (done_cut, limit)).rowcount)
+        report.completed_jobs = self.db.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM memory_jobs WHERE id IN (SELECT id FROM memory_jobs WHERE status = 'completed' "
+                    "AND completed_at < ? LIMIT ?)",
+                    (done_cut, limit),
+                ).rowcount
+            )
+        )
         dead_cut = self._cutoff(s.dead_job_days, now)
-        report.dead_jobs = self.db.write(lambda conn: conn.execute(
-            "DELETE FROM memory_jobs WHERE id IN (SELECT id FROM memory_jobs WHERE status = 'dead' "
-            "AND failed_at < ? LIMIT ?)", (dead_cut, limit)).rowcount)
+        report.dead_jobs = self.db.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM memory_jobs WHERE id IN (SELECT id FROM memory_jobs WHERE status = 'dead' "
+                    "AND failed_at < ? LIMIT ?)",
+                    (dead_cut, limit),
+                ).rowcount
+            )
+        )
         # The newest entry always stays (ids never restart); a mirror this far behind rebuilds.
-        report.keyword_log = self.db.write(lambda conn: conn.execute(
-            "DELETE FROM keyword_changes WHERE id IN (SELECT id FROM keyword_changes WHERE id < "
-            "(SELECT MAX(id) FROM keyword_changes) - ? ORDER BY id LIMIT ?)", (KEEP_LOG, limit)).rowcount)
+        report.keyword_log = self.db.write(
+            lambda conn: (
+                conn.execute(
+                    "DELETE FROM keyword_changes WHERE id IN (SELECT id FROM keyword_changes WHERE id < "
+                    "(SELECT MAX(id) FROM keyword_changes) - ? ORDER BY id LIMIT ?)",
+                    (KEEP_LOG, limit),
+                ).rowcount
+            )
+        )
         self.last_report = report
         self.last_run = to_iso(now)
         if any(report.as_dict().values()):

@@ -166,8 +166,15 @@ class MemoryService:
         ).fetchone()
 
     def _insert(
-        self, conn: Connection, mem: dict[str, Any], changed_by: str, actor_type: str | None, *,
-        reason: str = "remember", note: dict[str, Any] | None = None, vector: Any = None,
+        self,
+        conn: Connection,
+        mem: dict[str, Any],
+        changed_by: str,
+        actor_type: str | None,
+        *,
+        reason: str = "remember",
+        note: dict[str, Any] | None = None,
+        vector: Any = None,
     ) -> tuple[Any, bool]:
         """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped).
 
@@ -178,17 +185,28 @@ class MemoryService:
         statement saved here is throughput (docs/benchmarks.md, latency).
         """
         vec = self._existing_vector(conn, mem["content_hash"])
-        row = conn.execute(_INSERT_SQL, {
-            **mem, "updated_by": changed_by, "embedding_model": self.embeddings.model_key if vec is not None else None,
-        }).fetchone()
+        row = conn.execute(
+            _INSERT_SQL,
+            {
+                **mem,
+                "updated_by": changed_by,
+                "embedding_model": self.embeddings.model_key if vec is not None else None,
+            },
+        ).fetchone()
         if row is None:
             existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
             if existing is None:  # a conflict that is not the dedupe index: the id (never reused)
                 raise RuntimeError(f"memory {mem['id']} conflicts with a stored row")
             return existing, True
         record_history(
-            conn, mem["id"], "created", old_content=None, new_content=mem["content"],
-            changed_by=changed_by, reason=reason, actor_type=actor_type,
+            conn,
+            mem["id"],
+            "created",
+            old_content=None,
+            new_content=mem["content"],
+            changed_by=changed_by,
+            reason=reason,
+            actor_type=actor_type,
             metadata={"type": mem["type"], "source_type": mem["source_type"], **(note or {})},
         )
         if vec is None and vector is not None and self.embeddings.model_key:
@@ -231,20 +249,34 @@ class MemoryService:
         else:
             emb = "pending"
         return RememberResponse(
-            id=row["id"], deduped=deduped, type=row["type"], tags=load_tags(row["tags"]),
-            pinned=bool(row["pinned"]), importance=float(row["importance"]), content=row["content"],
-            created_at=row["created_at"], embedding=emb,
+            id=row["id"],
+            deduped=deduped,
+            type=row["type"],
+            tags=load_tags(row["tags"]),
+            pinned=bool(row["pinned"]),
+            importance=float(row["importance"]),
+            content=row["content"],
+            created_at=row["created_at"],
+            embedding=emb,
         )
 
     def remember(
-        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        req: RememberRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> RememberResponse:
         fut = self.submit_remember(req, changed_by=changed_by, actor_type=actor_type, scope=scope)
         return self.finish_remember(fut.result())
 
     def submit_remember(
-        self, req: RememberRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        req: RememberRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> Future[tuple[Any, bool]]:
         """Queue the write and return its future, for async callers that await it without a thread.
@@ -261,7 +293,11 @@ class MemoryService:
         return self._remember_response(row, deduped)
 
     def remember_batch(
-        self, items: list[RememberRequest], *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        items: list[RememberRequest],
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> list[RememberResponse]:
         """Many memories in one transaction: all are stored, or none are (one item outside the
@@ -283,24 +319,46 @@ class MemoryService:
     # owner was settled when the source was accepted.
 
     def remember_in(
-        self, conn: Connection, req: RememberRequest, *, changed_by: str, actor_type: str | None = None,
-        reason: str = "remember", note: dict[str, Any] | None = None, vector: Any = None,
+        self,
+        conn: Connection,
+        req: RememberRequest,
+        *,
+        changed_by: str,
+        actor_type: str | None = None,
+        reason: str = "remember",
+        note: dict[str, Any] | None = None,
+        vector: Any = None,
     ) -> tuple[Any, bool]:
         """Store (or dedupe) one memory; ``note`` joins its history metadata, ``vector`` (computed
         before the transaction) is stored with it. Returns (row, deduped)."""
-        return self._insert(conn, self._prepare(req, UNSCOPED), changed_by, actor_type,
-                            reason=reason, note=note, vector=vector)
+        return self._insert(
+            conn, self._prepare(req, UNSCOPED), changed_by, actor_type, reason=reason, note=note, vector=vector
+        )
 
     def modify_in(
-        self, conn: Connection, patch: ModifyPatch, *, reason: str, changed_by: str, actor_type: str | None = None,
-        vector: Any = None, note: dict[str, Any] | None = None,
+        self,
+        conn: Connection,
+        patch: ModifyPatch,
+        *,
+        reason: str,
+        changed_by: str,
+        actor_type: str | None = None,
+        vector: Any = None,
+        note: dict[str, Any] | None = None,
     ) -> ModifyResult:
         """Apply one patch; ``vector`` is the new content's embedding (see :meth:`embed_for_write`)."""
         return self._patch_in(conn, patch, reason, changed_by, actor_type, UNSCOPED, vector, note)
 
     def delete_in(
-        self, conn: Connection, memory_id: str, *, reason: str, changed_by: str, actor_type: str | None = None,
-        force: bool = False, note: dict[str, Any] | None = None,
+        self,
+        conn: Connection,
+        memory_id: str,
+        *,
+        reason: str,
+        changed_by: str,
+        actor_type: str | None = None,
+        force: bool = False,
+        note: dict[str, Any] | None = None,
     ) -> int | None:
         """Soft (or, with ``force``, hard) delete; the new version, None if the memory is gone."""
         return self._delete_in_tx(conn, memory_id, reason, changed_by, actor_type, force, None, note)
@@ -315,30 +373,44 @@ class MemoryService:
             # A remote embedder that is down or timing out must not cost the edit: the new
             # content is written without a vector (embedding_model NULL, so it is pending) and
             # the background embedder fills it in, as for a remember.
-            log.warning("embedding the new content of memory %s failed, left for the background embedder: %s",
-                        memory_id, exc)
+            log.warning(
+                "embedding the new content of memory %s failed, left for the background embedder: %s", memory_id, exc
+            )
             return None
         return vecs[0] if vecs is not None else None
 
     # -- recall ----------------------------------------------------------------------------
     def recall(self, req: RecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
         flt = MemoryFilter(
-            type=req.type.value if req.type else None, tags=req.tags, who=req.who, pinned=req.pinned,
-            importance_min=req.importance_min, since=req.since, until=req.until, project=req.project,
-            agent_id=req.agent_id, scope=scope,
+            type=req.type.value if req.type else None,
+            tags=req.tags,
+            who=req.who,
+            pinned=req.pinned,
+            importance_min=req.importance_min,
+            since=req.since,
+            until=req.until,
+            project=req.project,
+            agent_id=req.agent_id,
+            scope=scope,
         )
         out = self.recaller.recall(req.query, flt, limit=req.limit, alpha=req.alpha, min_score=req.min_score)
         results = [
             RecallResult(
-                **result_fields(h.row), score=h.score, source=h.source,
-                fts_score=h.fts_score, vector_score=h.vector_score,
+                **result_fields(h.row),
+                score=h.score,
+                source=h.source,
+                fts_score=h.fts_score,
+                vector_score=h.vector_score,
             )
             for h in out.hits
         ]
         if req.track_access and results:
             self._track_access([r.id for r in results])
         return RecallResponse(
-            query=req.query, results=results, count=len(results), method=out.method,
+            query=req.query,
+            results=results,
+            count=len(results),
+            method=out.method,
             vector_search=self._vector_state((out.vector_available, out.vector_reason)),
             took_ms=round(out.took_ms, 3),
         )
@@ -375,14 +447,20 @@ class MemoryService:
             rows = {
                 r["id"]: r
                 for r in self.db.read(
-                    lambda c: list(c.execute(f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where}", (*ids, *params)))
+                    lambda c: list(
+                        c.execute(f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where}", (*ids, *params))
+                    )
                 )
             }
             for h in hits:
                 if h.memory_id in rows and len(results) < limit:
                     results.append(
-                        RecallResult(**result_fields(rows[h.memory_id]), score=round(h.score, 6), source="vector",
-                                     vector_score=h.score)
+                        RecallResult(
+                            **result_fields(rows[h.memory_id]),
+                            score=round(h.score, 6),
+                            source="vector",
+                            vector_score=h.score,
+                        )
                     )
         # Neighbours come from stored vectors only: no query embedding, so the provider's state
         # (loading, breaker open) does not matter -- only whether this memory has a vector yet.
@@ -391,8 +469,12 @@ class MemoryService:
             ok, why = self.recaller.vector_state()
             state = (False, "this memory has no vector yet" + ("" if ok else f": {why}"))
         return RecallResponse(
-            query=memory_id, results=results, count=len(results), method="hybrid" if vec is not None else "fts",
-            vector_search=self._vector_state(state), took_ms=round((time.perf_counter() - started) * 1000, 3),
+            query=memory_id,
+            results=results,
+            count=len(results),
+            method="hybrid" if vec is not None else "fts",
+            vector_search=self._vector_state(state),
+            took_ms=round((time.perf_counter() - started) * 1000, 3),
         )
 
     # -- read ------------------------------------------------------------------------------
@@ -410,10 +492,12 @@ class MemoryService:
 
         def read(conn: Connection) -> tuple[int, list[Any]]:
             total = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", params).fetchone()[0]
-            rows = list(conn.execute(
-                f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
-                (*params, limit, offset),
-            ))
+            rows = list(
+                conn.execute(
+                    f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
+                    (*params, limit, offset),
+                )
+            )
             return int(total), rows
 
         total, rows = self.db.read(read)
@@ -423,9 +507,11 @@ class MemoryService:
 
     def history(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> HistoryResponse:
         def read(conn: Connection) -> tuple[Any, list[Any]]:
-            return self._row(conn, memory_id), list(conn.execute(
-                "SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (memory_id,)
-            ))
+            return self._row(conn, memory_id), list(
+                conn.execute(
+                    "SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (memory_id,)
+                )
+            )
 
         row, events = self.db.read(read)
         if (row is None and not events) or (row is not None and not scope.allows(row)):
@@ -434,9 +520,15 @@ class MemoryService:
             memory_id=memory_id,
             events=[
                 HistoryEvent(
-                    id=e["id"], memory_id=e["memory_id"], event=e["event"], old_content=e["old_content"],
-                    new_content=e["new_content"], changed_by=e["changed_by"], reason=e["reason"],
-                    metadata=json.loads(e["metadata"]) if e["metadata"] else None, actor_type=e["actor_type"],
+                    id=e["id"],
+                    memory_id=e["memory_id"],
+                    event=e["event"],
+                    old_content=e["old_content"],
+                    new_content=e["new_content"],
+                    changed_by=e["changed_by"],
+                    reason=e["reason"],
+                    metadata=json.loads(e["metadata"]) if e["metadata"] else None,
+                    actor_type=e["actor_type"],
                     created_at=e["created_at"],
                 )
                 for e in events
@@ -445,7 +537,11 @@ class MemoryService:
 
     # -- modify ----------------------------------------------------------------------------
     def modify(
-        self, req: ModifyRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        req: ModifyRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> ModifyResponse:
         missing = [p.id for p in req.patches if not (p.reason or req.reason)]
@@ -459,25 +555,35 @@ class MemoryService:
         return ModifyResponse(results=results, updated=sum(1 for r in results if r.status == "updated"))
 
     def patch(
-        self, memory_id: str, req: PatchMemoryRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        memory_id: str,
+        req: PatchMemoryRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> ModifyResult:
         fields = req.model_dump(exclude_unset=True, exclude={"reason", "if_version", "changed_by"})
         patch = ModifyPatch(id=memory_id, reason=req.reason, if_version=req.if_version, **fields)
         result = self._apply_patch(patch, req.reason, req.changed_by or changed_by, actor_type, scope)
         if result.status in ("not_found", "deleted"):
-            raise NotFound(f"memory '{memory_id}' not found" + (" (it is deleted)" if result.status == "deleted" else ""),
-                           id=memory_id)
+            raise NotFound(
+                f"memory '{memory_id}' not found" + (" (it is deleted)" if result.status == "deleted" else ""),
+                id=memory_id,
+            )
         if result.status == "version_conflict":
             raise VersionConflict(
                 f"memory '{memory_id}' is at version {result.currentVersion}, not {req.if_version}",
-                id=memory_id, currentVersion=result.currentVersion,
+                id=memory_id,
+                currentVersion=result.currentVersion,
             )
         if result.status == "forbidden":
             raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
         if result.status == "duplicate":
             raise Conflict(
-                "another memory already has this content", code="duplicate", id=memory_id,
+                "another memory already has this content",
+                code="duplicate",
+                id=memory_id,
                 duplicateMemoryId=result.duplicateMemoryId,
             )
         return result
@@ -494,8 +600,15 @@ class MemoryService:
         return result
 
     def _patch_in(
-        self, conn: Connection, p: ModifyPatch, reason: str, changed_by: str, actor_type: str | None,
-        scope: ReadScope, vector: Any, note: dict[str, Any] | None = None,
+        self,
+        conn: Connection,
+        p: ModifyPatch,
+        reason: str,
+        changed_by: str,
+        actor_type: str | None,
+        scope: ReadScope,
+        vector: Any,
+        note: dict[str, Any] | None = None,
     ) -> ModifyResult:
         """One patch inside a write transaction: checks, the update, its history, its vector."""
         writable = scope.writable()
@@ -506,15 +619,21 @@ class MemoryService:
         if not writable.allows(row):
             return ModifyResult(id=p.id, status="forbidden", error="the memory belongs to another agent")
         if row["is_deleted"]:
-            return ModifyResult(id=p.id, status="deleted", currentVersion=row["version"],
-                                error="memory is deleted; recover it first")
+            return ModifyResult(
+                id=p.id, status="deleted", currentVersion=row["version"], error="memory is deleted; recover it first"
+            )
         if p.if_version is not None and p.if_version != row["version"]:
-            return ModifyResult(id=p.id, status="version_conflict", currentVersion=row["version"],
-                                error=f"expected version {p.if_version}, found {row['version']}")
+            return ModifyResult(
+                id=p.id,
+                status="version_conflict",
+                currentVersion=row["version"],
+                error=f"expected version {p.if_version}, found {row['version']}",
+            )
         sets: dict[str, Any] = {}
         if new_content is not None and new_content.content != row["content"]:
-            sets.update(content=new_content.content, normalized_content=new_content.normalized,
-                        content_hash=new_content.hash)
+            sets.update(
+                content=new_content.content, normalized_content=new_content.normalized, content_hash=new_content.hash
+            )
         for key in ("type", "importance", "who", "why", "project"):
             val = getattr(p, key)
             if val is not None:
@@ -526,31 +645,63 @@ class MemoryService:
         if p.pinned is not None and int(p.pinned) != row["pinned"]:
             sets["pinned"] = int(p.pinned)
         if not sets:
-            return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"],
-                                newVersion=row["version"])
+            return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"], newVersion=row["version"])
         if "content_hash" in sets or "project" in sets:
             # New text, or a move to another project: the target scope must not hold it already.
-            dup = self._live_duplicate(conn, sets.get("content_hash", row["content_hash"]), row["agent_id"],
-                                       sets.get("project", row["project"]), exclude_id=p.id)
+            dup = self._live_duplicate(
+                conn,
+                sets.get("content_hash", row["content_hash"]),
+                row["agent_id"],
+                sets.get("project", row["project"]),
+                exclude_id=p.id,
+            )
             if dup is not None:
-                return ModifyResult(id=p.id, status="duplicate", currentVersion=row["version"],
-                                    duplicateMemoryId=dup["id"], error="content duplicates another memory")
+                return ModifyResult(
+                    id=p.id,
+                    status="duplicate",
+                    currentVersion=row["version"],
+                    duplicateMemoryId=dup["id"],
+                    error="content duplicates another memory",
+                )
         new_version = int(row["version"]) + 1
-        sets.update(version=new_version, updated_at=now_iso(), updated_by=changed_by,
-                    update_count=int(row["update_count"]) + 1)
+        sets.update(
+            version=new_version, updated_at=now_iso(), updated_by=changed_by, update_count=int(row["update_count"]) + 1
+        )
         content_changed = "content" in sets
         if content_changed:
             sets["embedding_model"] = None
         assignments = ", ".join(f"{k} = :{k}" for k in sets)
         conn.execute(f"UPDATE memories SET {assignments} WHERE id = :id", {**sets, "id": p.id})
-        changed = sorted(k for k in sets if k not in ("version", "updated_at", "updated_by", "update_count",
-                                                       "normalized_content", "content_hash", "embedding_model"))
+        changed = sorted(
+            k
+            for k in sets
+            if k
+            not in (
+                "version",
+                "updated_at",
+                "updated_by",
+                "update_count",
+                "normalized_content",
+                "content_hash",
+                "embedding_model",
+            )
+        )
         record_history(
-            conn, p.id, "modified", old_content=row["content"],
-            new_content=sets.get("content", row["content"]), changed_by=changed_by, reason=reason,
+            conn,
+            p.id,
+            "modified",
+            old_content=row["content"],
+            new_content=sets.get("content", row["content"]),
+            changed_by=changed_by,
+            reason=reason,
             actor_type=actor_type,
-            metadata={"fields": changed, "fromVersion": row["version"], "toVersion": new_version,
-                      "previous": {k: row[k] for k in changed if k != "content"}, **(note or {})},
+            metadata={
+                "fields": changed,
+                "fromVersion": row["version"],
+                "toVersion": new_version,
+                "previous": {k: row[k] for k in changed if k != "content"},
+                **(note or {}),
+            },
         )
         embedded = False
         project = sets.get("project", row["project"])
@@ -566,8 +717,14 @@ class MemoryService:
                 embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
         elif "project" in sets:
             self.db.after_commit(lambda: self.index.set_project(p.id, project))
-        return ModifyResult(id=p.id, status="updated", currentVersion=row["version"], newVersion=new_version,
-                            contentChanged=content_changed, embedded=embedded)
+        return ModifyResult(
+            id=p.id,
+            status="updated",
+            currentVersion=row["version"],
+            newVersion=new_version,
+            contentChanged=content_changed,
+            embedded=embedded,
+        )
 
     def _store_vector(self, conn: Connection, memory_id: str, chash: str, text: str, vector: Any) -> None:
         conn.execute(
@@ -575,16 +732,31 @@ class MemoryService:
             " model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?) ON CONFLICT(content_hash) DO UPDATE SET"
             " vector = excluded.vector, dimensions = excluded.dimensions, provider = excluded.provider,"
             " model = excluded.model, created_at = excluded.created_at",
-            (str(uuid.uuid4()), chash, np.asarray(vector, dtype=np.float32).tobytes(), len(vector), memory_id,
-             text, self.settings.embedding.provider, self.embeddings.model_key, now_iso()),
+            (
+                str(uuid.uuid4()),
+                chash,
+                np.asarray(vector, dtype=np.float32).tobytes(),
+                len(vector),
+                memory_id,
+                text,
+                self.settings.embedding.provider,
+                self.embeddings.model_key,
+                now_iso(),
+            ),
         )
         conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
 
     # -- forget ----------------------------------------------------------------------------
     def _forget_candidates(self, req: ForgetRequest, scope: ReadScope) -> list[Any]:
         flt = MemoryFilter(
-            type=req.type.value if req.type else None, tags=req.tags, who=req.who, source_type=req.source_type,
-            project=req.project, since=req.since, until=req.until, scope=scope.writable(),
+            type=req.type.value if req.type else None,
+            tags=req.tags,
+            who=req.who,
+            source_type=req.source_type,
+            project=req.project,
+            since=req.since,
+            until=req.until,
+            scope=scope.writable(),
         )
         if not (req.ids or req.query or flt.is_narrowing()):
             raise InvalidRequest("say what to forget: ids, a query, or at least one filter")
@@ -592,24 +764,38 @@ class MemoryService:
         if req.ids:
             ids = list(dict.fromkeys(req.ids))
             marks = ",".join("?" for _ in ids)
-            rows = self.db.read(lambda c: list(c.execute(
-                f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where} ORDER BY m.seq", (*ids, *params))))
+            rows = self.db.read(
+                lambda c: list(
+                    c.execute(
+                        f"SELECT * FROM memories m WHERE m.id IN ({marks}) AND {where} ORDER BY m.seq", (*ids, *params)
+                    )
+                )
+            )
             if req.query:
                 keep = {h.row["id"] for h in self.recaller.recall(req.query, flt, limit=req.limit).hits}
                 rows = [r for r in rows if r["id"] in keep]
             return rows[: req.limit]
         if req.query:
             return [h.row for h in self.recaller.recall(req.query, flt, limit=req.limit).hits]
-        return self.db.read(lambda c: list(c.execute(
-            f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
-            (*params, req.limit))))
+        return self.db.read(
+            lambda c: list(
+                c.execute(
+                    f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ?",
+                    (*params, req.limit),
+                )
+            )
+        )
 
     @staticmethod
     def confirm_token(ids: list[str]) -> str:
         return hashlib.sha256("\n".join(sorted(ids)).encode()).hexdigest()[:32]
 
     def forget(
-        self, req: ForgetRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        req: ForgetRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> ForgetResponse:
         rows = self._forget_candidates(req, scope)
@@ -618,37 +804,64 @@ class MemoryService:
         threshold = self.settings.memory.forget_confirm_threshold
         requires = len(ids) > threshold
         candidates = [
-            ForgetCandidate(id=r["id"], content=r["content"], type=r["type"], created_at=r["created_at"],
-                            pinned=bool(r["pinned"]), version=int(r["version"]))
+            ForgetCandidate(
+                id=r["id"],
+                content=r["content"],
+                type=r["type"],
+                created_at=r["created_at"],
+                pinned=bool(r["pinned"]),
+                version=int(r["version"]),
+            )
             for r in rows
         ]
         if req.mode == "preview":
-            return ForgetResponse(mode="preview", count=len(ids), candidates=candidates, confirm_token=token,
-                                  requires_confirm=requires)
+            return ForgetResponse(
+                mode="preview", count=len(ids), candidates=candidates, confirm_token=token, requires_confirm=requires
+            )
         if not req.reason:
             raise InvalidRequest("forget needs a 'reason' in execute mode")
         if requires or req.confirm_token is not None:
             if req.confirm_token is None:
                 raise ConfirmationRequired(
                     f"{len(ids)} memories match (more than {threshold}): preview first and send its confirm_token",
-                    count=len(ids), confirm_token_hint="run with mode=preview",
+                    count=len(ids),
+                    confirm_token_hint="run with mode=preview",
                 )
             if req.confirm_token != token:
                 raise ConfirmationRequired(
                     "the set of matching memories changed since the preview; preview again",
-                    code="confirm_token_mismatch", count=len(ids),
+                    code="confirm_token_mismatch",
+                    count=len(ids),
                 )
         reason = req.reason
         who = req.changed_by or changed_by
-        deleted = self.db.write(lambda conn: [
-            mid for mid in ids if self._delete_in_tx(conn, mid, reason, who, actor_type, req.force, None) is not None
-        ])
-        return ForgetResponse(mode="execute", count=len(deleted), candidates=candidates, confirm_token=token,
-                              requires_confirm=requires, deleted=deleted, hard_deleted=req.force)
+        deleted = self.db.write(
+            lambda conn: [
+                mid
+                for mid in ids
+                if self._delete_in_tx(conn, mid, reason, who, actor_type, req.force, None) is not None
+            ]
+        )
+        return ForgetResponse(
+            mode="execute",
+            count=len(deleted),
+            candidates=candidates,
+            confirm_token=token,
+            requires_confirm=requires,
+            deleted=deleted,
+            hard_deleted=req.force,
+        )
 
     def delete(
-        self, memory_id: str, *, reason: str, if_version: int | None = None, force: bool = False,
-        changed_by: str = "api", actor_type: str | None = None, scope: ReadScope = UNSCOPED,
+        self,
+        memory_id: str,
+        *,
+        reason: str,
+        if_version: int | None = None,
+        force: bool = False,
+        changed_by: str = "api",
+        actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
     ) -> DeleteResponse:
         if not reason.strip():
             raise InvalidRequest("delete needs a non-empty 'reason'")
@@ -658,22 +871,30 @@ class MemoryService:
             if row is None or not scope.allows(row) or (row["is_deleted"] and not force):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
             if not scope.writable().allows(row):
-                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id,
-                                reason="scope_mismatch")
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
             if if_version is not None and if_version != row["version"]:
                 raise VersionConflict(
                     f"memory '{memory_id}' is at version {row['version']}, not {if_version}",
-                    id=memory_id, currentVersion=row["version"],
+                    id=memory_id,
+                    currentVersion=row["version"],
                 )
             return self._delete_in_tx(conn, memory_id, reason, changed_by, actor_type, force, row)
 
         new_version = self.db.write(write)
-        return DeleteResponse(id=memory_id, status="deleted", hard_deleted=force,
-                              newVersion=None if force else new_version)
+        return DeleteResponse(
+            id=memory_id, status="deleted", hard_deleted=force, newVersion=None if force else new_version
+        )
 
     def _delete_in_tx(
-        self, conn: Connection, memory_id: str, reason: str, changed_by: str, actor_type: str | None, force: bool,
-        row: Any, note: dict[str, Any] | None = None,
+        self,
+        conn: Connection,
+        memory_id: str,
+        reason: str,
+        changed_by: str,
+        actor_type: str | None,
+        force: bool,
+        row: Any,
+        note: dict[str, Any] | None = None,
     ) -> int | None:
         """Soft delete (or hard delete with ``force``); returns the new version, None if skipped."""
         row = row if row is not None else self._row(conn, memory_id)
@@ -681,14 +902,23 @@ class MemoryService:
             return None
         self.db.after_commit(lambda: self.index.remove(memory_id))
         if force:
-            record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
-                           changed_by=changed_by, reason=reason, actor_type=actor_type,
-                           metadata={"hard": True, "version": row["version"], **(note or {})})
+            record_history(
+                conn,
+                memory_id,
+                "deleted",
+                old_content=row["content"],
+                new_content=None,
+                changed_by=changed_by,
+                reason=reason,
+                actor_type=actor_type,
+                metadata={"hard": True, "version": row["version"], **(note or {})},
+            )
             conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute(
                 "DELETE FROM embeddings WHERE content_hash = ? AND NOT EXISTS "
-                "(SELECT 1 FROM memories WHERE content_hash = ?)", (row["content_hash"], row["content_hash"]),
+                "(SELECT 1 FROM memories WHERE content_hash = ?)",
+                (row["content_hash"], row["content_hash"]),
             )
             return int(row["version"])
         new_version = int(row["version"]) + 1
@@ -697,15 +927,27 @@ class MemoryService:
             "UPDATE memories SET is_deleted = 1, deleted_at = ?, version = ?, updated_at = ?, updated_by = ? WHERE id = ?",
             (ts, new_version, ts, changed_by, memory_id),
         )
-        record_history(conn, memory_id, "deleted", old_content=row["content"], new_content=None,
-                       changed_by=changed_by, reason=reason, actor_type=actor_type,
-                       metadata={"hard": False, "fromVersion": row["version"], "toVersion": new_version,
-                                 **(note or {})})
+        record_history(
+            conn,
+            memory_id,
+            "deleted",
+            old_content=row["content"],
+            new_content=None,
+            changed_by=changed_by,
+            reason=reason,
+            actor_type=actor_type,
+            metadata={"hard": False, "fromVersion": row["version"], "toVersion": new_version, **(note or {})},
+        )
         return new_version
 
     # -- recover ---------------------------------------------------------------------------
     def recover(
-        self, memory_id: str, req: RecoverRequest, *, changed_by: str = "api", actor_type: str | None = None,
+        self,
+        memory_id: str,
+        req: RecoverRequest,
+        *,
+        changed_by: str = "api",
+        actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> RecoverResponse:
         if self.settings.memory.pipeline.mutations_frozen:
@@ -717,37 +959,52 @@ class MemoryService:
             if row is None or not scope.allows(row):
                 raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
             if not scope.writable().allows(row):
-                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id,
-                                reason="scope_mismatch")
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
             if not row["is_deleted"]:
                 raise NotDeleted(f"memory '{memory_id}' is not deleted", id=memory_id, currentVersion=row["version"])
             deleted_at = datetime.fromisoformat(row["deleted_at"]) if row["deleted_at"] else None
             if deleted_at is not None and datetime.now(UTC) - deleted_at > window:
                 raise RetentionExpired(
                     f"memory '{memory_id}' was deleted more than {self.settings.retention.tombstone_days:g} days ago",
-                    id=memory_id, deleted_at=row["deleted_at"],
+                    id=memory_id,
+                    deleted_at=row["deleted_at"],
                 )
             if req.if_version is not None and req.if_version != row["version"]:
                 raise VersionConflict(
                     f"memory '{memory_id}' is at version {row['version']}, not {req.if_version}",
-                    id=memory_id, currentVersion=row["version"],
+                    id=memory_id,
+                    currentVersion=row["version"],
                 )
             dup = self._live_duplicate(conn, row["content_hash"], row["agent_id"], row["project"])
             if dup is not None:
-                raise Conflict("a live memory already has this content", code="duplicate",
-                               id=memory_id, duplicateMemoryId=dup["id"])
+                raise Conflict(
+                    "a live memory already has this content",
+                    code="duplicate",
+                    id=memory_id,
+                    duplicateMemoryId=dup["id"],
+                )
             new_version = int(row["version"]) + 1
             ts = now_iso()
             conn.execute(
                 "UPDATE memories SET is_deleted = 0, deleted_at = NULL, version = ?, updated_at = ?, updated_by = ?"
-                " WHERE id = ?", (new_version, ts, req.changed_by or changed_by, memory_id),
+                " WHERE id = ?",
+                (new_version, ts, req.changed_by or changed_by, memory_id),
             )
-            record_history(conn, memory_id, "recovered", old_content=None, new_content=row["content"],
-                           changed_by=req.changed_by or changed_by, reason=req.reason, actor_type=actor_type,
-                           metadata={"fromVersion": row["version"], "toVersion": new_version})
+            record_history(
+                conn,
+                memory_id,
+                "recovered",
+                old_content=None,
+                new_content=row["content"],
+                changed_by=req.changed_by or changed_by,
+                reason=req.reason,
+                actor_type=actor_type,
+                metadata={"fromVersion": row["version"], "toVersion": new_version},
+            )
             self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"], row["created_at"])
-            return RecoverResponse(id=memory_id, status="recovered", currentVersion=int(row["version"]),
-                                   newVersion=new_version)
+            return RecoverResponse(
+                id=memory_id, status="recovered", currentVersion=int(row["version"]), newVersion=new_version
+            )
 
         result = self.db.write(write)
         self.embeddings.notify()
@@ -763,15 +1020,22 @@ class MemoryService:
         def read(conn: Connection) -> tuple[int, list[Any]]:
             base = f"FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE {where}"
             total = conn.execute(f"SELECT COUNT(*) {base}", params).fetchone()[0]
-            rows = list(conn.execute(
-                f"SELECT m.id, m.content, e.content_hash, e.model, e.dimensions, e.vector {base} "
-                "ORDER BY m.seq LIMIT ? OFFSET ?", (*params, limit, offset)))
+            rows = list(
+                conn.execute(
+                    f"SELECT m.id, m.content, e.content_hash, e.model, e.dimensions, e.vector {base} "
+                    "ORDER BY m.seq LIMIT ? OFFSET ?",
+                    (*params, limit, offset),
+                )
+            )
             return int(total), rows
 
         total, rows = self.db.read(read)
         items = [
             EmbeddingRecord(
-                memory_id=r["id"], content_hash=r["content_hash"], model=r["model"], dimensions=r["dimensions"],
+                memory_id=r["id"],
+                content_hash=r["content_hash"],
+                model=r["model"],
+                dimensions=r["dimensions"],
                 content=r["content"],
                 vector=np.frombuffer(r["vector"], dtype=np.float32).astype(float).tolist() if with_vectors else None,
             )
@@ -786,7 +1050,8 @@ class MemoryService:
                 " COALESCE(SUM(is_deleted = 1), 0) AS deleted, COALESCE(SUM(pinned = 1 AND is_deleted = 0), 0) AS pinned,"
                 " COALESCE(SUM(is_deleted = 0 AND embedding_model = ?), 0) AS embedded,"
                 " COALESCE(SUM(is_deleted = 0 AND embedding_model IS NOT NULL AND embedding_model != ?), 0) AS stale"
-                " FROM memories", (self.embeddings.model_key, self.embeddings.model_key),
+                " FROM memories",
+                (self.embeddings.model_key, self.embeddings.model_key),
             ).fetchone()
 
         row = self.db.read(read)
@@ -810,20 +1075,35 @@ class MemoryService:
         if keywords.error:
             warnings.append(keywords.error)
         if keywords.state == "drifted":
-            warnings.append("the keyword index (memories_ctx_fts) disagrees with its own statistics; recall uses "
-                            "FTS5 directly until it is repaired: POST /api/repair/check-fts "
-                            '{"repair": true}')
+            warnings.append(
+                "the keyword index (memories_ctx_fts) disagrees with its own statistics; recall uses "
+                "FTS5 directly until it is repaired: POST /api/repair/check-fts "
+                '{"repair": true}'
+            )
         active = c["active"]
         embedding = EmbeddingStatus(
-            provider=self.settings.embedding.provider, model=self.settings.embedding.model, backend=emb.backend,
+            provider=self.settings.embedding.provider,
+            model=self.settings.embedding.model,
+            backend=emb.backend,
             dimensions=emb.embedder.dimensions if emb.embedder is not None else self.index.dimensions,
-            state=emb.state, error=emb.error, embedded=c["embedded"], total=active,
+            state=emb.state,
+            error=emb.error,
+            embedded=c["embedded"],
+            total=active,
             coverage=round(c["embedded"] / active, 4) if active else 1.0,
-            pending=max(active - c["embedded"], 0), stale_model=c["stale"],
+            pending=max(active - c["embedded"], 0),
+            stale_model=c["stale"],
         )
         return StatusResponse(
-            status="ok" if vs.available and not emb.stopped_error else "degraded", version=__version__, pid=os.getpid(),
-            uptime_s=round(time.time() - self.started, 3), workspace=workspace, database=database,
+            status="ok" if vs.available and not emb.stopped_error else "degraded",
+            version=__version__,
+            pid=os.getpid(),
+            uptime_s=round(time.time() - self.started, 3),
+            workspace=workspace,
+            database=database,
             memories={k: c[k] for k in ("total", "active", "deleted", "pinned")},
-            embedding=embedding, vector_search=vs, keyword_index=keywords, warnings=warnings,
+            embedding=embedding,
+            vector_search=vs,
+            keyword_index=keywords,
+            warnings=warnings,
         )

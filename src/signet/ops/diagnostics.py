@@ -85,16 +85,24 @@ def queue_domain(conn: Connection, lease_timeout_ms: int, now: datetime) -> Doma
     stale = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status = 'leased' AND leased_at < ?", stale_cut))
     d.metrics = {"by_status": counts, "oldest_pending": oldest, "stale_leases": stale}
     if pending > 50:
-        d.penalize(0.3, f"{pending} jobs pending: is an LLM provider configured and reachable? (GET /api/pipeline/status)")
+        d.penalize(
+            0.3, f"{pending} jobs pending: is an LLM provider configured and reachable? (GET /api/pipeline/status)"
+        )
     if total and dead / total > 0.01:
-        d.penalize(0.3, f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)")
+        d.penalize(
+            0.3,
+            f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)",
+        )
     if oldest is not None:
         age = (now - datetime.fromisoformat(oldest)).total_seconds()
         d.metrics["oldest_pending_age_s"] = round(age, 1)
         if age > 300:
             d.penalize(0.2, f"the oldest pending job has waited {age / 60:.0f} min")
     if stale:
-        d.penalize(0.2, f"{stale} leases older than the lease timeout (released by the reaper, or POST /api/repair/release-leases)")
+        d.penalize(
+            0.2,
+            f"{stale} leases older than the lease timeout (released by the reaper, or POST /api/repair/release-leases)",
+        )
     return d
 
 
@@ -106,8 +114,11 @@ def storage_domain(conn: Connection) -> Domain:
     pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
     d.metrics = {"memories": total, "tombstones": deleted, "quick_check": check, "database_bytes": pages}
     if check != "ok":
-        d.penalize(1.0, f"SQLite quick_check failed: {' '.join(check.split())[:300]}; stop the daemon and run "
-                        "`signet repair --recover` (it keeps the damaged file), or restore a backup")
+        d.penalize(
+            1.0,
+            f"SQLite quick_check failed: {' '.join(check.split())[:300]}; stop the daemon and run "
+            "`signet repair --recover` (it keeps the damaged file), or restore a backup",
+        )
     if total and deleted / total > 0.3:
         d.penalize(0.4, f"{deleted / total:.0%} of rows are tombstones; run POST /api/repair/retention-sweep")
     return d
@@ -119,18 +130,32 @@ def index_domain(conn: Connection, runtime: Sources) -> Domain:
     indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
     context_indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_ctx_fts_docsize"))
     active = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0"))
-    embedded = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0 AND embedding_model = ?",
-                           runtime.embeddings.model_key))
+    embedded = int(
+        _scalar(
+            conn,
+            "SELECT COUNT(*) FROM memories WHERE is_deleted = 0 AND embedding_model = ?",
+            runtime.embeddings.model_key,
+        )
+    )
     coverage = embedded / active if active else 1.0
-    d.metrics = {"memories": memories, "fts_rows": indexed, "context_fts_rows": context_indexed,
-                 "embedded": embedded, "active": active,
-                 "coverage": round(coverage, 4), "vector_index_rows": len(runtime.index)}
+    d.metrics = {
+        "memories": memories,
+        "fts_rows": indexed,
+        "context_fts_rows": context_indexed,
+        "embedded": embedded,
+        "active": active,
+        "coverage": round(coverage, 4),
+        "vector_index_rows": len(runtime.index),
+    }
     if memories and abs(memories - indexed) / memories > 0.1:
         d.penalize(0.5, f"FTS index has {indexed} rows for {memories} memories; POST /api/repair/check-fts with repair")
     if memories and abs(memories - context_indexed) / memories > 0.1:
         # recall's keyword leg reads this index: when it drifts, keyword hits go missing
-        d.penalize(0.5, f"thread-context FTS index has {context_indexed} rows for {memories} memories; "
-                        "POST /api/repair/check-fts with repair")
+        d.penalize(
+            0.5,
+            f"thread-context FTS index has {context_indexed} rows for {memories} memories; "
+            "POST /api/repair/check-fts with repair",
+        )
     if runtime.embeddings.state != "disabled" and coverage < 0.8:
         d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
     return d
@@ -140,19 +165,27 @@ def provider_domain(conn: Connection, runtime: Sources) -> Domain:
     d = Domain("provider")
     emb = runtime.embeddings
     paused = emb.query_paused() if emb.state == "ready" else None
-    d.metrics = {"embedding": {"provider": emb.settings.provider, "state": emb.state, "error": emb.error,
-                               "query_paused": paused}}
+    d.metrics = {
+        "embedding": {"provider": emb.settings.provider, "state": emb.state, "error": emb.error, "query_paused": paused}
+    }
     if emb.state == "unavailable":
         d.penalize(0.6, f"embedding provider unavailable: {emb.error}")
     elif emb.state == "disabled":
         d.penalize(0.3, "embedding provider is 'none': vector search is off")
     elif paused is not None:
-        d.penalize(0.3, f"recall is keyword-only for now: {paused}; check the embedding provider "
-                        f"({emb.settings.base_url or emb.settings.provider})")
+        d.penalize(
+            0.3,
+            f"recall is keyword-only for now: {paused}; check the embedding provider "
+            f"({emb.settings.base_url or emb.settings.provider})",
+        )
     ext = runtime.settings.memory.pipeline.extraction  # the LLM pipeline: which provider, and why it waits
     d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": runtime.pipeline.wait_reason()}
     if _table_exists(conn, "llm_calls"):
-        rows = list(conn.execute("SELECT outcome, COUNT(*) FROM (SELECT outcome FROM llm_calls ORDER BY rowid DESC LIMIT 100) GROUP BY outcome"))
+        rows = list(
+            conn.execute(
+                "SELECT outcome, COUNT(*) FROM (SELECT outcome FROM llm_calls ORDER BY rowid DESC LIMIT 100) GROUP BY outcome"
+            )
+        )
         outcomes = {r[0]: int(r[1]) for r in rows}
         n = sum(outcomes.values())
         d.metrics["llm_recent_outcomes"] = outcomes
@@ -166,7 +199,9 @@ def provider_domain(conn: Connection, runtime: Sources) -> Domain:
 def mutation_domain(conn: Connection, now: datetime) -> Domain:
     d = Domain("mutation")
     since = (now - timedelta(days=7)).isoformat()
-    recovered = int(_scalar(conn, "SELECT COUNT(*) FROM memory_history WHERE event = 'recovered' AND created_at >= ?", since))
+    recovered = int(
+        _scalar(conn, "SELECT COUNT(*) FROM memory_history WHERE event = 'recovered' AND created_at >= ?", since)
+    )
     d.metrics = {"recoveries_7d": recovered}
     if recovered > 5:
         d.penalize(0.4, f"{recovered} recoveries in 7 days: something is deleting memories it should not")
@@ -180,8 +215,11 @@ def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
         return measure()
     except sqlite3.DatabaseError as exc:
         d = Domain(name)
-        d.penalize(1.0, f"the database could not be read ({exc}); stop the daemon and run `signet repair --recover`, "
-                        "or restore a backup")
+        d.penalize(
+            1.0,
+            f"the database could not be read ({exc}); stop the daemon and run `signet repair --recover`, "
+            "or restore a backup",
+        )
         return d
 
 
@@ -191,9 +229,12 @@ def diagnose(runtime: Sources) -> dict[str, Any]:
 
     def read(conn: Connection) -> list[Domain]:
         return [
-            _guarded("queue", lambda: queue_domain(conn, lease_ms, now)), _guarded("storage", lambda: storage_domain(conn)),
-            _guarded("index", lambda: index_domain(conn, runtime)), _guarded("provider", lambda: provider_domain(conn, runtime)),
-            _guarded("mutation", lambda: mutation_domain(conn, now)), Domain("connector"),
+            _guarded("queue", lambda: queue_domain(conn, lease_ms, now)),
+            _guarded("storage", lambda: storage_domain(conn)),
+            _guarded("index", lambda: index_domain(conn, runtime)),
+            _guarded("provider", lambda: provider_domain(conn, runtime)),
+            _guarded("mutation", lambda: mutation_domain(conn, now)),
+            Domain("connector"),
         ]
 
     domains = runtime.db.read(read)
@@ -203,8 +244,13 @@ def diagnose(runtime: Sources) -> dict[str, Any]:
         "status": status_of(composite),
         "checked_at": now.isoformat(),
         "domains": {
-            d.name: {"score": round(d.score, 4), "status": d.status, "weight": WEIGHTS[d.name],
-                     "findings": d.findings, "metrics": d.metrics}
+            d.name: {
+                "score": round(d.score, 4),
+                "status": d.status,
+                "weight": WEIGHTS[d.name],
+                "findings": d.findings,
+                "metrics": d.metrics,
+            }
             for d in domains
         },
     }

@@ -9,12 +9,38 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-NEGATIONS = frozenset({
-    "not", "no", "never", "cannot", "cant", "dont", "doesnt", "didnt", "wont", "isnt", "arent", "wasnt",
-    "werent", "shouldnt", "wouldnt", "couldnt", "hasnt", "havent", "nor", "none", "nobody", "nothing",
-})
+NEGATIONS = frozenset(
+    {
+        "not",
+        "no",
+        "never",
+        "cannot",
+        "cant",
+        "dont",
+        "doesnt",
+        "didnt",
+        "wont",
+        "isnt",
+        "arent",
+        "wasnt",
+        "werent",
+        "shouldnt",
+        "wouldnt",
+        "couldnt",
+        "hasnt",
+        "havent",
+        "nor",
+        "none",
+        "nobody",
+        "nothing",
+    }
+)
 ANTONYMS = (
-    ("enabled", "disabled"), ("allow", "deny"), ("accept", "reject"), ("always", "never"), ("on", "off"),
+    ("enabled", "disabled"),
+    ("allow", "deny"),
+    ("accept", "reject"),
+    ("always", "never"),
+    ("on", "off"),
     ("true", "false"),
 )
 _PUNCT = re.compile(r"[^\w\s]")

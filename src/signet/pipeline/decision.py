@@ -41,15 +41,22 @@ class Proposal:
 
 
 def find_candidates(
-    service: MemoryService, fact: Fact, *, limit: int = 5, scope: ReadScope = UNSCOPED,
+    service: MemoryService,
+    fact: Fact,
+    *,
+    limit: int = 5,
+    scope: ReadScope = UNSCOPED,
     exclude: set[str] | None = None,
 ) -> list[Candidate]:
     req = RecallRequest(query=fact.content, limit=limit + len(exclude or ()), track_access=False)
     # An embedder failing at query time does not raise here: recall falls back to its
     # keyword leg itself (signet.search.recall), so the decision still gets candidates.
     res = service.recall(req, scope=scope)
-    out = [Candidate(r.id, r.content, float(r.score), bool(r.pinned)) for r in res.results
-           if r.id not in (exclude or set())]
+    out = [
+        Candidate(r.id, r.content, float(r.score), bool(r.pinned))
+        for r in res.results
+        if r.id not in (exclude or set())
+    ]
     return out[:limit]
 
 
@@ -86,13 +93,25 @@ def parse_decision(raw: str, fact: Fact, candidates: list[Candidate]) -> Proposa
             return reject(f"decision rejected: targetId {target!r} is not one of the candidates")
     elif isinstance(target, str) and target and target not in ids:
         return reject(f"decision rejected: targetId {target!r} is not one of the candidates")
-    return Proposal(fact, str(action), target if isinstance(target, str) and target else None, float(conf),
-                    reason.strip(), candidates)
+    return Proposal(
+        fact,
+        str(action),
+        target if isinstance(target, str) and target else None,
+        float(conf),
+        reason.strip(),
+        candidates,
+    )
 
 
 def decide(
-    llm: RecordingLlm, service: MemoryService, fact: Fact, *, limit: int = 5, job_id: str | None = None,
-    exclude: set[str] | None = None, scope: ReadScope = UNSCOPED,
+    llm: RecordingLlm,
+    service: MemoryService,
+    fact: Fact,
+    *,
+    limit: int = 5,
+    job_id: str | None = None,
+    exclude: set[str] | None = None,
+    scope: ReadScope = UNSCOPED,
 ) -> Proposal:
     """One proposal for one fact. LLM errors propagate (the job retries)."""
     candidates = find_candidates(service, fact, limit=limit, exclude=exclude, scope=scope)

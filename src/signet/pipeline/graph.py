@@ -39,8 +39,9 @@ def upsert_entity(conn: Connection, name: str, agent_id: str) -> str:
     return str(row[0])
 
 
-def upsert_relation(conn: Connection, source_id: str, target_id: str, rel_type: str, confidence: float,
-                    job_id: str | None) -> str:
+def upsert_relation(
+    conn: Connection, source_id: str, target_id: str, rel_type: str, confidence: float, job_id: str | None
+) -> str:
     now = now_iso()
     row = conn.execute(
         "INSERT INTO relations(id, source_entity_id, target_entity_id, relation_type, mentions, confidence, metadata,"
@@ -67,7 +68,12 @@ def _mentions(text: str, name: str) -> bool:
 
 
 def persist(
-    conn: Connection, triples: Iterable[EntityTriple], *, agent_id: str, memories: dict[str, str], job_id: str | None,
+    conn: Connection,
+    triples: Iterable[EntityTriple],
+    *,
+    agent_id: str,
+    memories: dict[str, str],
+    job_id: str | None,
 ) -> dict[str, int]:
     """Write triples; link each memory (id -> content) to the entities its text names.
 
@@ -105,7 +111,7 @@ def candidate_names(content: str) -> list[str]:
     grams: set[str] = set()
     for n in range(1, MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            g = " ".join(words[i:i + n])
+            g = " ".join(words[i : i + n])
             if len(g) >= 2:
                 grams.add(g)
     return sorted(grams)
@@ -123,7 +129,7 @@ def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, n
         return 0
     found = 0
     for start in range(0, len(names), 400):
-        chunk = names[start:start + 400]
+        chunk = names[start : start + 400]
         marks = ",".join("?" for _ in chunk)
         for row in conn.execute(
             f"SELECT id, name FROM entities WHERE agent_id = ? AND canonical_name IN ({marks})", (agent_id, *chunk)

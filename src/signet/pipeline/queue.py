@@ -43,15 +43,24 @@ class Job:
         except ValueError:
             payload = {"_unparseable": str(row["payload"])[:200]}
         return cls(
-            id=row["id"], job_type=row["job_type"], memory_id=row["memory_id"],
+            id=row["id"],
+            job_type=row["job_type"],
+            memory_id=row["memory_id"],
             payload=payload if isinstance(payload, dict) else {"value": payload},
-            attempts=int(row["attempts"]), max_attempts=int(row["max_attempts"]), leased_at=row["leased_at"],
+            attempts=int(row["attempts"]),
+            max_attempts=int(row["max_attempts"]),
+            leased_at=row["leased_at"],
         )
 
 
 def enqueue(
-    conn: Connection, job_type: str, *, memory_id: str | None = None, payload: dict[str, Any] | None = None,
-    max_attempts: int = 3, document_id: str | None = None,
+    conn: Connection,
+    job_type: str,
+    *,
+    memory_id: str | None = None,
+    payload: dict[str, Any] | None = None,
+    max_attempts: int = 3,
+    document_id: str | None = None,
 ) -> tuple[str, bool]:
     """Insert a pending job; returns (job id, created).
 
@@ -101,8 +110,9 @@ def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES) -> Job | Non
 def heartbeat(conn: Connection, job_id: str) -> bool:
     """Renew a lease (``leased_at = now``) so a long job is not taken for a dead worker's."""
     now = now_iso()
-    cur = conn.execute("UPDATE memory_jobs SET leased_at = ?, updated_at = ? WHERE id = ? AND status = 'leased'",
-                       (now, now, job_id))
+    cur = conn.execute(
+        "UPDATE memory_jobs SET leased_at = ?, updated_at = ? WHERE id = ? AND status = 'leased'", (now, now, job_id)
+    )
     return bool(cur.rowcount)
 
 
@@ -123,7 +133,9 @@ def complete(conn: Connection, job_id: str, result: dict[str, Any], *, attempt: 
     return bool(cur.rowcount)
 
 
-def fail(conn: Connection, job_id: str, error: str, *, permanent: bool = False, attempt: int | None = None) -> str | None:
+def fail(
+    conn: Connection, job_id: str, error: str, *, permanent: bool = False, attempt: int | None = None
+) -> str | None:
     """Record a failure: back to ``pending`` while attempts remain, else ``dead``.
 
     ``permanent`` errors (a job that can never succeed, e.g. its memory is gone) go to
@@ -181,8 +193,12 @@ def requeue_dead(conn: Connection, *, limit: int = 50, job_id: str | None = None
     if job_id is not None:
         ids = [r[0] for r in conn.execute("SELECT id FROM memory_jobs WHERE id = ? AND status = 'dead'", (job_id,))]
     else:
-        ids = [r[0] for r in conn.execute(
-            "SELECT id FROM memory_jobs WHERE status = 'dead' ORDER BY failed_at, rowid LIMIT ?", (limit,))]
+        ids = [
+            r[0]
+            for r in conn.execute(
+                "SELECT id FROM memory_jobs WHERE status = 'dead' ORDER BY failed_at, rowid LIMIT ?", (limit,)
+            )
+        ]
     now = now_iso()
     for jid in ids:
         conn.execute(
@@ -209,13 +225,24 @@ def stats(conn: Connection) -> dict[str, Any]:
         " ORDER BY updated_at DESC LIMIT 1"
     ).fetchone()
     return {
-        "by_status": by_status, "by_type": by_type, "oldest_pending": oldest, "oldest_pending_age_s": age,
-        "dead": by_status.get("dead", 0), "last_error": last_error[0] if last_error else None,
+        "by_status": by_status,
+        "by_type": by_type,
+        "oldest_pending": oldest,
+        "oldest_pending_age_s": age,
+        "dead": by_status.get("dead", 0),
+        "last_error": last_error[0] if last_error else None,
     }
 
 
-def list_jobs(conn: Connection, *, status: str | None = None, job_type: str | None = None,
-              memory_id: str | None = None, limit: int = 50, offset: int = 0) -> tuple[int, list[Any]]:
+def list_jobs(
+    conn: Connection,
+    *,
+    status: str | None = None,
+    job_type: str | None = None,
+    memory_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> tuple[int, list[Any]]:
     """(total matching, one page of rows newest first) for ``GET /api/pipeline/jobs``."""
     clauses, params = [], []
     for col, val in (("status", status), ("job_type", job_type), ("memory_id", memory_id)):
@@ -224,8 +251,12 @@ def list_jobs(conn: Connection, *, status: str | None = None, job_type: str | No
             params.append(val)
     where = " AND ".join(clauses) or "1=1"
     total = conn.execute(f"SELECT COUNT(*) FROM memory_jobs WHERE {where}", params).fetchone()[0]
-    rows = list(conn.execute(f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC"
-                             " LIMIT ? OFFSET ?", (*params, limit, offset)))
+    rows = list(
+        conn.execute(
+            f"SELECT * FROM memory_jobs WHERE {where} ORDER BY created_at DESC, rowid DESC LIMIT ? OFFSET ?",
+            (*params, limit, offset),
+        )
+    )
     return int(total), rows
 
 

@@ -53,7 +53,9 @@ class Pipeline:
         self.llm = RecordingLlm(self.provider, self.settings.extraction, db=db) if self.provider else None
         self.worker = Worker(
             Processor(service, self.settings, self.llm) if self.llm is not None else None,
-            self.settings, db, self.wait_reason(),
+            self.settings,
+            db,
+            self.wait_reason(),
         )
         service.prepare_hooks.append(self.prepare_remember)
         service.on_remember_tx.append(self.on_remember)
@@ -67,8 +69,10 @@ class Pipeline:
         if self.provider_error:
             return f"waiting for a provider: {self.provider_error}"
         if s.extraction.provider == "none":
-            return ("waiting for a provider: memory.pipelineV2.extraction.provider is 'none'; set it to ollama, "
-                    "openai or anthropic and restart the daemon")
+            return (
+                "waiting for a provider: memory.pipelineV2.extraction.provider is 'none'; set it to ollama, "
+                "openai or anthropic and restart the daemon"
+            )
         if s.mutations_frozen:
             return "mutations are frozen (memory.pipelineV2.mutationsFrozen): jobs wait, nothing is extracted"
         if s.workers == 0:
@@ -140,32 +144,50 @@ class Pipeline:
             state = "backoff"
         elif not healthy:
             state = "degraded"
-            waiting = (f"provider unreachable: {why}; jobs are retried with backoff and go dead after "
-                       f"{s.max_attempts} attempts (requeue with `signet pipeline requeue`)")
+            waiting = (
+                f"provider unreachable: {why}; jobs are retried with backoff and go dead after "
+                f"{s.max_attempts} attempts (requeue with `signet pipeline requeue`)"
+            )
         else:
             state = "running"
         if state == "backoff":
-            waiting = f"backing off {worker['backoff_s']:.1f}s after {worker['consecutive_failures']} failures: " \
-                      f"{worker['last_error']}"
-        mode = ("disabled" if not s.enabled else "frozen" if s.mutations_frozen else
-                "shadow" if s.shadow_mode else "controlled")
+            waiting = (
+                f"backing off {worker['backoff_s']:.1f}s after {worker['consecutive_failures']} failures: "
+                f"{worker['last_error']}"
+            )
+        mode = (
+            "disabled"
+            if not s.enabled
+            else "frozen"
+            if s.mutations_frozen
+            else "shadow"
+            if s.shadow_mode
+            else "controlled"
+        )
         return {
             "state": state,
             "reason": waiting,
             "mode": mode,
             "flags": {
-                "enabled": s.enabled, "shadowMode": s.shadow_mode, "mutationsFrozen": s.mutations_frozen,
+                "enabled": s.enabled,
+                "shadowMode": s.shadow_mode,
+                "mutationsFrozen": s.mutations_frozen,
                 "allowUpdateDelete": s.allow_update_delete,
-                "minFactConfidenceForWrite": s.min_fact_confidence_for_write, "graphEnabled": s.graph.enabled,
-                "maxAttempts": s.max_attempts, "leaseTimeoutMs": s.lease_timeout_ms, "workers": s.workers,
+                "minFactConfidenceForWrite": s.min_fact_confidence_for_write,
+                "graphEnabled": s.graph.enabled,
+                "maxAttempts": s.max_attempts,
+                "leaseTimeoutMs": s.lease_timeout_ms,
+                "workers": s.workers,
             },
             "provider": {
-                "name": s.extraction.provider, "model": s.extraction.model,
-                "endpoint": getattr(self.provider, "endpoint", None), "timeout_s": s.extraction.timeout,
-                "healthy": healthy, "error": why,
+                "name": s.extraction.provider,
+                "model": s.extraction.model,
+                "endpoint": getattr(self.provider, "endpoint", None),
+                "timeout_s": s.extraction.timeout,
+                "healthy": healthy,
+                "error": why,
                 "calls": self.llm.summary() if self.llm is not None else None,
             },
             "queue": stats,
             "worker": worker,
         }
-

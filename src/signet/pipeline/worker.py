@@ -89,8 +89,14 @@ class JobResult:
     graph_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        return {"facts": self.facts, "entities": self.entities, "warnings": self.warnings[:50],
-                "writes": self.writes, "graph": self.graph, "graph_error": self.graph_error}
+        return {
+            "facts": self.facts,
+            "entities": self.entities,
+            "warnings": self.warnings[:50],
+            "writes": self.writes,
+            "graph": self.graph,
+            "graph_error": self.graph_error,
+        }
 
 
 class Processor:
@@ -110,30 +116,40 @@ class Processor:
             if not isinstance(text, str) or not text.strip():
                 raise PermanentJobError("document_ingest job without 'content' in its payload")
             ref = str(job.payload.get("document_id") or job.id)
-            return Source("document", ref, text, str(job.payload.get("agent_id") or "default"),
-                          job.payload.get("project"))
+            return Source(
+                "document", ref, text, str(job.payload.get("agent_id") or "default"), job.payload.get("project")
+            )
         if job.memory_id is not None:
             mid = job.memory_id
-            row = self.db.read(lambda c: c.execute(
-                "SELECT id, content, agent_id, project, is_deleted FROM memories WHERE id = ?", (mid,)).fetchone())
+            row = self.db.read(
+                lambda c: c.execute(
+                    "SELECT id, content, agent_id, project, is_deleted FROM memories WHERE id = ?", (mid,)
+                ).fetchone()
+            )
             if row is None or row["is_deleted"]:
                 return None
             return Source("memory", row["id"], row["content"], row["agent_id"], row["project"], memory_id=row["id"])
         key = job.payload.get("session_key")
         if isinstance(key, str) and key:
-            turns = self.db.read(lambda c: c.execute(
-                "SELECT role, content FROM transcript_turns WHERE session_key = ? ORDER BY turn_index", (key,)
-            ).fetchall())
+            turns = self.db.read(
+                lambda c: c.execute(
+                    "SELECT role, content FROM transcript_turns WHERE session_key = ? ORDER BY turn_index", (key,)
+                ).fetchall()
+            )
             if turns:
                 text = "\n".join(f"{t['role']}: {t['content']}" for t in turns)
             else:
-                row = self.db.read(lambda c: c.execute(
-                    "SELECT content FROM session_transcripts WHERE session_key = ?", (key,)).fetchone())
+                row = self.db.read(
+                    lambda c: c.execute(
+                        "SELECT content FROM session_transcripts WHERE session_key = ?", (key,)
+                    ).fetchone()
+                )
                 if row is None:
                     raise PermanentJobError(f"no transcript stored for session {key!r}")
                 text = row["content"]
-            return Source("transcript", key, text, str(job.payload.get("agent_id") or "default"),
-                          job.payload.get("project"))
+            return Source(
+                "transcript", key, text, str(job.payload.get("agent_id") or "default"), job.payload.get("project")
+            )
         raise PermanentJobError("extract job with neither memory_id nor payload.session_key")
 
     def extract(self, src: Source, job_id: str) -> Extraction:
@@ -146,8 +162,9 @@ class Processor:
         parts = []
         for chunk in chunks:
             self.db.submit(functools.partial(queue.heartbeat, job_id=job_id))
-            parts.append(parse_extraction(self.llm.complete(extraction_prompt(chunk), purpose="extraction",
-                                                            job_id=job_id)))
+            parts.append(
+                parse_extraction(self.llm.complete(extraction_prompt(chunk), purpose="extraction", job_id=job_id))
+            )
         return merge(parts, dropped_chunks=total - len(chunks))
 
     def run(self, job: queue.Job) -> dict[str, Any]:
@@ -164,8 +181,17 @@ class Processor:
             # Each LLM call can take a while on a local model: keep the lease fresh so the
             # reaper does not hand this job to another worker mid-way.
             self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
-            proposals.append(decide(self.llm, self.service, f, limit=self.settings.decision_candidates,
-                                    job_id=job.id, exclude=exclude, scope=scope))
+            proposals.append(
+                decide(
+                    self.llm,
+                    self.service,
+                    f,
+                    limit=self.settings.decision_candidates,
+                    job_id=job.id,
+                    exclude=exclude,
+                    scope=scope,
+                )
+            )
         self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
         warnings = list(ex.warnings) + [w for p in proposals for w in p.warnings]
         report = self.writer.apply(proposals, src, job_id=job.id, model=f"{self.llm.name}:{self.llm.model}")
@@ -174,8 +200,16 @@ class Processor:
         triples = ex.entities if do_graph else []
         return self.db.write(lambda c: self.finish(c, job, src, result, triples, report.memories, report.deduped))
 
-    def finish(self, conn: Connection, job: queue.Job, src: Source, result: JobResult, triples: list[EntityTriple],
-               written: dict[str, str], deduped: list[str]) -> dict[str, Any]:
+    def finish(
+        self,
+        conn: Connection,
+        job: queue.Job,
+        src: Source,
+        result: JobResult,
+        triples: list[EntityTriple],
+        written: dict[str, str],
+        deduped: list[str],
+    ) -> dict[str, Any]:
         """The job's last transaction: graph (in a savepoint), extraction status, completion.
 
         ``written`` maps the facts this run wrote to their content. ``deduped`` are facts that
@@ -197,8 +231,10 @@ class Processor:
                 result.graph_error = str(exc)[:300]
             conn.execute("RELEASE job_graph")
         if src.memory_id:
-            conn.execute("UPDATE memories SET extraction_status = 'completed', extraction_model = ? WHERE id = ?",
-                         (f"{self.llm.name}:{self.llm.model}", src.memory_id))
+            conn.execute(
+                "UPDATE memories SET extraction_status = 'completed', extraction_model = ? WHERE id = ?",
+                (f"{self.llm.name}:{self.llm.model}", src.memory_id),
+            )
         return self._complete(conn, job, result.as_dict())
 
     @staticmethod
@@ -215,15 +251,18 @@ def _same_source_facts(conn: Connection, ids: list[str], src: Source) -> dict[st
     marks = ",".join("?" for _ in ids)
     rows = conn.execute(
         f"SELECT id, content FROM memories WHERE id IN ({marks}) AND is_deleted = 0 AND source_type = 'pipeline'"
-        " AND source_id = ? AND agent_id = ?", (*ids, src.ref, src.agent_id)).fetchall()
+        " AND source_id = ? AND agent_id = ?",
+        (*ids, src.ref, src.agent_id),
+    ).fetchall()
     return {str(r[0]): str(r[1]) for r in rows}
 
 
 class Worker:
     """Worker threads and the stale-lease reaper. Jobs wait while the pipeline cannot run."""
 
-    def __init__(self, processor: Processor | None, settings: PipelineSettings, db: Any,
-                 wait_reason: str | None) -> None:
+    def __init__(
+        self, processor: Processor | None, settings: PipelineSettings, db: Any, wait_reason: str | None
+    ) -> None:
         self.processor = processor
         self.settings = settings
         self.db = db
@@ -326,8 +365,9 @@ class Worker:
         if status is None:
             log.warning("pipeline: job %s failed after its lease was taken over (not recorded): %s", job.id, error)
             return
-        log.warning("pipeline: job %s failed (attempt %d/%d, now %s): %s", job.id, job.attempts, job.max_attempts,
-                    status, error)
+        log.warning(
+            "pipeline: job %s failed (attempt %d/%d, now %s): %s", job.id, job.attempts, job.max_attempts, status, error
+        )
         with self._lock:
             self.failed += 1
             self.last_error = error
@@ -341,7 +381,10 @@ class Worker:
             until = self.backoff_until
             return {
                 "threads": sum(1 for t in self._threads if t.is_alive() and t.name != "signet-pipeline-reaper"),
-                "processed": self.processed, "failed": self.failed, "consecutive_failures": self.consecutive_failures,
+                "processed": self.processed,
+                "failed": self.failed,
+                "consecutive_failures": self.consecutive_failures,
                 "backoff_s": round(until - time.time(), 3) if until and until > time.time() else 0.0,
-                "last_error": self.last_error, "leased_now": list(self.current.values()),
+                "last_error": self.last_error,
+                "leased_now": list(self.current.values()),
             }

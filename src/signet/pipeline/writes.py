@@ -64,19 +64,33 @@ class WriteReport:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "added": self.added, "updated": self.updated, "deleted": self.deleted, "deduped": self.deduped,
-            "skipped": self.skipped, "blocked": self.blocked, "shadow": self.shadow, "rejected": self.rejected,
+            "added": self.added,
+            "updated": self.updated,
+            "deleted": self.deleted,
+            "deduped": self.deduped,
+            "skipped": self.skipped,
+            "blocked": self.blocked,
+            "shadow": self.shadow,
+            "rejected": self.rejected,
             "embedding_errors": self.embedding_errors,
         }
 
 
 def proposal_meta(p: Proposal, *, shadow: bool, source: Source, job_id: str, model: str) -> dict[str, Any]:
     return {
-        "shadow": shadow, "proposedAction": p.action, "targetMemoryId": p.target_id, "confidence": p.confidence,
-        "reason": p.reason, "contradictionRisk": False, "reviewNeeded": False,
+        "shadow": shadow,
+        "proposedAction": p.action,
+        "targetMemoryId": p.target_id,
+        "confidence": p.confidence,
+        "reason": p.reason,
+        "contradictionRisk": False,
+        "reviewNeeded": False,
         "fact": {"content": p.fact.content, "type": p.fact.type, "confidence": p.fact.confidence},
-        "candidates": [c.id for c in p.candidates], "jobId": job_id, "source": {"kind": source.kind, "ref": source.ref},
-        "model": model, "warnings": p.warnings or None,
+        "candidates": [c.id for c in p.candidates],
+        "jobId": job_id,
+        "source": {"kind": source.kind, "ref": source.ref},
+        "model": model,
+        "warnings": p.warnings or None,
     }
 
 
@@ -87,9 +101,17 @@ class Writer:
 
     # -- helpers ---------------------------------------------------------------------------
     def _note(self, conn: Connection, memory_id: str, meta: dict[str, Any], reason: str, *, shadow: bool) -> None:
-        record_history(conn, memory_id, "none", old_content=None, new_content=meta["fact"]["content"],
-                       changed_by=SHADOW_ACTOR if shadow else ACTOR, reason=reason, metadata=meta,
-                       actor_type="daemon")
+        record_history(
+            conn,
+            memory_id,
+            "none",
+            old_content=None,
+            new_content=meta["fact"]["content"],
+            changed_by=SHADOW_ACTOR if shadow else ACTOR,
+            reason=reason,
+            metadata=meta,
+            actor_type="daemon",
+        )
 
     def _embed(self, texts: list[str], report: WriteReport) -> list[Any] | None:
         if not texts or not self.service.embeddings.ready:
@@ -132,15 +154,20 @@ class Writer:
         if not ids:
             return {}
         marks = ",".join("?" for _ in ids)
-        rows = self.service.db.read(lambda c: list(c.execute(
-            f"SELECT id, content, pinned, is_deleted, version FROM memories WHERE id IN ({marks})", ids)))
+        rows = self.service.db.read(
+            lambda c: list(
+                c.execute(f"SELECT id, content, pinned, is_deleted, version FROM memories WHERE id IN ({marks})", ids)
+            )
+        )
         return {r["id"]: r for r in rows}
 
     def _admissible(self, p: Proposal, meta: dict[str, Any]) -> str | None:
         """Why an add is skipped, or None: confidence threshold, empty content."""
         if p.fact.confidence < self.settings.min_fact_confidence_for_write:
-            meta["skippedReason"] = (f"confidence {p.fact.confidence:g} is below minFactConfidenceForWrite "
-                                     f"{self.settings.min_fact_confidence_for_write:g}")
+            meta["skippedReason"] = (
+                f"confidence {p.fact.confidence:g} is below minFactConfidenceForWrite "
+                f"{self.settings.min_fact_confidence_for_write:g}"
+            )
             return str(meta["skippedReason"])
         if not parse_content(p.fact.content).content.strip():
             meta["skippedReason"] = "empty after normalization"
@@ -148,16 +175,29 @@ class Writer:
         return None
 
     # -- shadow ----------------------------------------------------------------------------
-    def _shadow(self, conn: Connection, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
-                report: WriteReport) -> None:
+    def _shadow(
+        self,
+        conn: Connection,
+        proposals: list[Proposal],
+        metas: list[dict[str, Any]],
+        source: Source,
+        report: WriteReport,
+    ) -> None:
         for p, meta in zip(proposals, metas, strict=True):
             self._note(conn, p.target_id or source.ref, meta, f"shadow proposal: {p.action} ({p.reason})", shadow=True)
             report.shadow += 1
             report.rejected += int(p.rejected)
 
     # -- controlled writes -----------------------------------------------------------------
-    def _controlled(self, conn: Connection, proposals: list[Proposal], metas: list[dict[str, Any]], source: Source,
-                    vec_of: dict[int, Any], report: WriteReport) -> None:
+    def _controlled(
+        self,
+        conn: Connection,
+        proposals: list[Proposal],
+        metas: list[dict[str, Any]],
+        source: Source,
+        vec_of: dict[int, Any],
+        report: WriteReport,
+    ) -> None:
         for p, meta in zip(proposals, metas, strict=True):
             if p.rejected:
                 meta["skippedReason"] = "rejected decision"
@@ -171,33 +211,50 @@ class Writer:
             else:
                 self._gate_destructive(conn, p, meta, source, report)
 
-    def _add(self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source, vector: Any,
-             report: WriteReport) -> None:
+    def _add(
+        self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source, vector: Any, report: WriteReport
+    ) -> None:
         why = self._admissible(p, meta)
         if why is not None:
             self._note(conn, source.ref, meta, f"skipped: {why}", shadow=False)
             report.skipped += 1
             return
         # The memory, its history (the decision in its metadata) and its vector: one transaction.
-        row, deduped = self.service.remember_in(conn, RememberRequest(
-            content=p.fact.content, type=p.fact.type, project=source.project, agent_id=source.agent_id,
-            source_type="pipeline", source_id=source.ref, importance=0.5,
-        ), changed_by=ACTOR, actor_type="daemon", reason=f"pipeline add: {p.reason}",
-            note={**meta, "applied": True}, vector=vector)
+        row, deduped = self.service.remember_in(
+            conn,
+            RememberRequest(
+                content=p.fact.content,
+                type=p.fact.type,
+                project=source.project,
+                agent_id=source.agent_id,
+                source_type="pipeline",
+                source_id=source.ref,
+                importance=0.5,
+            ),
+            changed_by=ACTOR,
+            actor_type="daemon",
+            reason=f"pipeline add: {p.reason}",
+            note={**meta, "applied": True},
+            vector=vector,
+        )
         if deduped:
             meta["dedupedExistingId"] = row["id"]
             self._note(conn, row["id"], meta, "deduplicated: a memory with this content exists", shadow=False)
             report.deduped.append(row["id"])
             return
-        conn.execute("UPDATE memories SET confidence = ?, extraction_model = ?, extraction_status = 'derived'"
-                     " WHERE id = ?", (p.fact.confidence, meta["model"], row["id"]))
+        conn.execute(
+            "UPDATE memories SET confidence = ?, extraction_model = ?, extraction_status = 'derived' WHERE id = ?",
+            (p.fact.confidence, meta["model"], row["id"]),
+        )
         report.added.append(row["id"])
         report.memories[row["id"]] = row["content"]
 
-    def _gate_destructive(self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source,
-                          report: WriteReport) -> None:
-        target = conn.execute("SELECT id, content, pinned, is_deleted FROM memories WHERE id = ?",
-                              (p.target_id,)).fetchone()
+    def _gate_destructive(
+        self, conn: Connection, p: Proposal, meta: dict[str, Any], source: Source, report: WriteReport
+    ) -> None:
+        target = conn.execute(
+            "SELECT id, content, pinned, is_deleted FROM memories WHERE id = ?", (p.target_id,)
+        ).fetchone()
         blocked: str | None = None
         if target is None or target["is_deleted"]:
             blocked = "target memory no longer exists"
@@ -229,8 +286,15 @@ class Writer:
 
         def write(conn: Connection) -> bool:
             if p.action == "update":
-                res = svc.modify_in(conn, ModifyPatch(id=target, content=p.fact.content), reason=reason,
-                                    changed_by=ACTOR, actor_type="daemon", vector=vector, note=note)
+                res = svc.modify_in(
+                    conn,
+                    ModifyPatch(id=target, content=p.fact.content),
+                    reason=reason,
+                    changed_by=ACTOR,
+                    actor_type="daemon",
+                    vector=vector,
+                    note=note,
+                )
                 if res.status != "updated":
                     raise SignetError(f"modify returned {res.status}: {res.error or ''}")
                 return bool(res.contentChanged and not res.embedded)

@@ -62,24 +62,31 @@ def _unreachable(url: str, exc: httpx.TransportError) -> DaemonUnavailable:
         return DaemonUnavailable(f"the Signet daemon at {url} closed the connection without answering", url=url)
     if isinstance(exc, httpx.TimeoutException):
         return DaemonUnavailable(f"the Signet daemon at {url} did not answer in time", url=url)
-    return DaemonUnavailable(
-        f"the Signet daemon is not running at {url}; start it with `signet start`", url=url
-    )
-
+    return DaemonUnavailable(f"the Signet daemon is not running at {url}; start it with `signet start`", url=url)
 
 
 class SyncDriver:
     """Sends one call with ``httpx.Client``."""
 
     def __init__(
-        self, url: str | None = None, *, token: str | None = None, actor: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT, headers: Mapping[str, str] | None = None,
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        actor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.BaseTransport | None = None,
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
         # With an explicit transport, proxy variables from the environment must not reroute calls.
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers, self.url),
-                                  transport=transport, trust_env=transport is None)
+        self._http = httpx.Client(
+            base_url=self.url,
+            timeout=timeout,
+            headers=_headers(token, actor, headers, self.url),
+            transport=transport,
+            trust_env=transport is None,
+        )
 
     def _execute(self, call: Call[T]) -> T:
         for attempt in range(2):
@@ -99,7 +106,9 @@ class SyncDriver:
     def __enter__(self: _S) -> _S:
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.close()
 
 
@@ -107,19 +116,30 @@ class AsyncDriver:
     """Sends one call with ``httpx.AsyncClient``."""
 
     def __init__(
-        self, url: str | None = None, *, token: str | None = None, actor: str | None = None,
-        timeout: float = DEFAULT_TIMEOUT, headers: Mapping[str, str] | None = None,
+        self,
+        url: str | None = None,
+        *,
+        token: str | None = None,
+        actor: str | None = None,
+        timeout: float = DEFAULT_TIMEOUT,
+        headers: Mapping[str, str] | None = None,
         transport: httpx.AsyncBaseTransport | None = None,
     ) -> None:
         self.url = (url or _default_url()).rstrip("/")
-        self._http = httpx.AsyncClient(base_url=self.url, timeout=timeout, headers=_headers(token, actor, headers, self.url),
-                                       transport=transport, trust_env=transport is None)
+        self._http = httpx.AsyncClient(
+            base_url=self.url,
+            timeout=timeout,
+            headers=_headers(token, actor, headers, self.url),
+            transport=transport,
+            trust_env=transport is None,
+        )
 
     async def _execute(self, call: Call[T]) -> T:
         for attempt in range(2):
             try:
-                resp = await self._http.request(call.method, call.path, json=call.json,
-                                                params=dict(call.params) or None)
+                resp = await self._http.request(
+                    call.method, call.path, json=call.json, params=dict(call.params) or None
+                )
                 break
             except STALE_CONNECTION as exc:
                 if attempt:

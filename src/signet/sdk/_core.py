@@ -23,8 +23,14 @@ M = TypeVar("M", bound=BaseModel)
 
 # When a body carries no ``code`` (a proxy's error page, an old daemon), the status decides.
 CODE_BY_STATUS = {
-    400: "invalid_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 409: "conflict",
-    422: "invalid_request", 429: "rate_limited", 503: "daemon_unavailable",
+    400: "invalid_request",
+    401: "unauthorized",
+    403: "forbidden",
+    404: "not_found",
+    409: "conflict",
+    422: "invalid_request",
+    429: "rate_limited",
+    503: "daemon_unavailable",
 }
 
 
@@ -54,8 +60,10 @@ def build(model: type[M], data: M | Mapping[str, Any]) -> M:
     try:
         return model.model_validate(dict(data) if isinstance(data, Mapping) else data)
     except ValidationError as exc:
-        problems = [{"field": ".".join(str(p) for p in e.get("loc", ())) or "body", "message": e.get("msg", "")}
-                    for e in exc.errors()[:20]]
+        problems = [
+            {"field": ".".join(str(p) for p in e.get("loc", ())) or "body", "message": e.get("msg", "")}
+            for e in exc.errors()[:20]
+        ]
         raise InvalidRequest(validation_message(exc), problems=problems) from None
 
 
@@ -113,10 +121,12 @@ def read_response(call: Call[T], status: int, headers: Mapping[str, str], conten
     try:
         data = json.loads(content)
     except ValueError:
-        raise SignetError(f"{call.method} {call.path}: the daemon answered with non-JSON (HTTP {status})",
-                          code="bad_response") from None
+        raise SignetError(
+            f"{call.method} {call.path}: the daemon answered with non-JSON (HTTP {status})", code="bad_response"
+        ) from None
     try:
         return call.parse(data)
     except ValidationError as exc:
-        raise SignetError(f"{call.method} {call.path}: unexpected response shape: {validation_message(exc)}",
-                          code="bad_response") from None
+        raise SignetError(
+            f"{call.method} {call.path}: unexpected response shape: {validation_message(exc)}", code="bad_response"
+        ) from None

@@ -121,8 +121,18 @@ def get(memory_id: str) -> Call[Memory]:
 def list_memories(**filters: Any) -> Call[MemoryList]:
     """Memories, newest first; filters as in :class:`ListQuery`."""
     q = build(ListQuery, filters)
-    params = query(limit=q.limit, offset=q.offset, type=q.type, project=q.project, who=q.who, tag=q.tags,
-                   pinned=q.pinned, since=q.since, until=q.until, include_deleted=q.include_deleted or None)
+    params = query(
+        limit=q.limit,
+        offset=q.offset,
+        type=q.type,
+        project=q.project,
+        who=q.who,
+        tag=q.tags,
+        pinned=q.pinned,
+        since=q.since,
+        until=q.until,
+        include_deleted=q.include_deleted or None,
+    )
     return Call("GET", "/api/memories", parser(MemoryList), params=params)
 
 
@@ -178,10 +188,16 @@ def feedback(session_id: str | FeedbackRequest, **fields: Any) -> Call[FeedbackR
     return Call("POST", "/api/feedback", parser(FeedbackResponse), json=body(req))
 
 
-def list_feedback(*, session_id: str | None = None, memory_id: str | None = None, limit: int = 100) -> Call[FeedbackList]:
+def list_feedback(
+    *, session_id: str | None = None, memory_id: str | None = None, limit: int = 100
+) -> Call[FeedbackList]:
     """Stored ratings, newest first."""
-    return Call("GET", "/api/feedback", parser(FeedbackList),
-                params=query(session_id=session_id, memory_id=memory_id, limit=limit))
+    return Call(
+        "GET",
+        "/api/feedback",
+        parser(FeedbackList),
+        params=query(session_id=session_id, memory_id=memory_id, limit=limit),
+    )
 
 
 # --- daemon -----------------------------------------------------------------------------------
@@ -200,7 +216,9 @@ def health() -> Call[HealthResponse]:
 # --- harness hooks ----------------------------------------------------------------------------
 
 
-def session_start(req: SessionStartRequest | Mapping[str, Any] | None = None, **fields: Any) -> Call[SessionStartResponse]:
+def session_start(
+    req: SessionStartRequest | Mapping[str, Any] | None = None, **fields: Any
+) -> Call[SessionStartResponse]:
     """Context for a new session: identity, the last handoff, relevant memories (within a budget)."""
     model = _model(SessionStartRequest, req or {}, "harness", fields)
     return Call("POST", "/api/hooks/session-start", parser(SessionStartResponse), json=body(model))
@@ -230,7 +248,9 @@ def hook_recall(query_text: str | HookRecallRequest, **fields: Any) -> Call[Reca
     return Call("POST", "/api/hooks/recall", parser(RecallResponse), json=body(model))
 
 
-def pre_compaction(req: PreCompactionRequest | Mapping[str, Any] | None = None, **fields: Any) -> Call[PreCompactionResponse]:
+def pre_compaction(
+    req: PreCompactionRequest | Mapping[str, Any] | None = None, **fields: Any
+) -> Call[PreCompactionResponse]:
     """Instructions for the harness's compaction summary."""
     model = _model(PreCompactionRequest, req or {}, "harness", fields)
     return Call("POST", "/api/hooks/pre-compaction", parser(PreCompactionResponse), json=body(model))

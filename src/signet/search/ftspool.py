@@ -20,7 +20,14 @@ OVERFETCH = 4
 
 
 def keyword_pool(
-    conn: Connection, table: str, rank: str, match: str, where: str, params: list[Any], pool: int, *,
+    conn: Connection,
+    table: str,
+    rank: str,
+    match: str,
+    where: str,
+    params: list[Any],
+    pool: int,
+    *,
     selective: bool = False,
 ) -> list[tuple[str, float]]:
     """(memory id, raw BM25) of the best ``pool`` filtered matches, best first.
@@ -46,8 +53,15 @@ def keyword_pool(
 
 
 def mirrored_pool(
-    conn: Connection, mirror: KeywordMirror, terms: list[tuple[str, bool]], where: str, params: list[Any], pool: int, *,
-    project: str | None = None, created_between: tuple[float, float] | None = None,
+    conn: Connection,
+    mirror: KeywordMirror,
+    terms: list[tuple[str, bool]],
+    where: str,
+    params: list[Any],
+    pool: int,
+    *,
+    project: str | None = None,
+    created_between: tuple[float, float] | None = None,
 ) -> list[tuple[str, float]] | None:
     """:func:`keyword_pool` over ``memories_ctx_fts`` answered by its in-memory mirror
     (signet.search.keyword_mirror): the same rows and BM25 values, without walking FTS5's
@@ -77,8 +91,9 @@ def _allowed(conn: Connection, top: list[tuple[int, float]], where: str, params:
         marks = ",".join("?" for _ in chunk)
         allowed.update(
             (int(r[0]), str(r[1]))
-            for r in conn.execute(f"SELECT m.seq, m.id FROM memories m WHERE m.seq IN ({marks}) AND {where}",
-                                  (*chunk, *params))
+            for r in conn.execute(
+                f"SELECT m.seq, m.id FROM memories m WHERE m.seq IN ({marks}) AND {where}", (*chunk, *params)
+            )
         )
     return [(allowed[seq], score) for seq, score in top if seq in allowed]
 

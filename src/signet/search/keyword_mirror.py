@@ -156,8 +156,15 @@ class KeywordMirror:
             name = "building"
         else:
             name = "drifted" if self._drifted is not None else "ready"
-        return KeywordIndexState(state=name, rows=len(index), postings=index.postings, bytes=index.nbytes(),
-                                 answered=self.answered, fallbacks=self.fallbacks, error=self.error)
+        return KeywordIndexState(
+            state=name,
+            rows=len(index),
+            postings=index.postings,
+            bytes=index.nbytes(),
+            answered=self.answered,
+            fallbacks=self.fallbacks,
+            error=self.error,
+        )
 
     def wait_ready(self, timeout: float = 60.0) -> bool:
         return self._ready.wait(timeout)
@@ -234,8 +241,12 @@ class KeywordMirror:
             # the mirror would rank differently from FTS5, so FTS5 answers until they change.
             self._drifted = stats if stats != fresh.stats() else None
         if self._drifted is not None:
-            log.warning("keyword index: FTS5 reports %s rows/tokens, its content %s; recall uses FTS5 until "
-                        "the index is repaired (POST /api/repair/check-fts {\"repair\": true})", stats, fresh.stats())
+            log.warning(
+                "keyword index: FTS5 reports %s rows/tokens, its content %s; recall uses FTS5 until "
+                'the index is repaired (POST /api/repair/check-fts {"repair": true})',
+                stats,
+                fresh.stats(),
+            )
         self._ready.set()
         log.info("keyword index ready: %d rows, %d postings", len(fresh), fresh.postings)
 
@@ -296,7 +307,12 @@ class KeywordMirror:
         return None
 
     def search(
-        self, conn: Connection, terms: list[tuple[str, bool]], k: int, *, project: str | None = None,
+        self,
+        conn: Connection,
+        terms: list[tuple[str, bool]],
+        k: int,
+        *,
+        project: str | None = None,
         created_between: tuple[float, float] | None = None,
     ) -> list[tuple[int, float]] | None:
         """(seq, bm25) of the best ``k`` rows, as FTS5 would rank them; None when the caller
@@ -331,4 +347,3 @@ class KeywordMirror:
             self._sync.release()
         self.answered += 1
         return self.index.search(phrases, k, project=project, created_between=created_between)
-

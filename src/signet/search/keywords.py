@@ -128,10 +128,17 @@ class KeywordIndex:
         """Approximate bytes held by the arrays (rows, postings); Python objects not counted."""
         with self._lock:
             b = self._base
-            per_row = self._seq.itemsize + self._length.itemsize + self._project.itemsize + \
-                self._created.itemsize + 2 + self._gen.itemsize
-            return int(b.rows.nbytes + b.tf.nbytes + b.offsets.nbytes + self._seq.size * per_row
-                       + self._delta_size * 24)
+            per_row = (
+                self._seq.itemsize
+                + self._length.itemsize
+                + self._project.itemsize
+                + self._created.itemsize
+                + 2
+                + self._gen.itemsize
+            )
+            return int(
+                b.rows.nbytes + b.tf.nbytes + b.offsets.nbytes + self._seq.size * per_row + self._delta_size * 24
+            )
 
     # -- writes ----------------------------------------------------------------------------
     def _term(self, token: str) -> int:
@@ -263,8 +270,14 @@ class KeywordIndex:
             self._merging = True
             base, stale, gen = self._base, self._stale[: self._rows].copy(), self._gen[: self._rows].copy()
             taken = {t: len(lists[0]) for t, lists in self._delta.items()}
-            delta = {t: (np.array(lists[0][: taken[t]], dtype=np.int64), np.array(lists[1][: taken[t]], dtype=np.float32),
-                         np.array(lists[2][: taken[t]], dtype=np.int64)) for t, lists in self._delta.items()}
+            delta = {
+                t: (
+                    np.array(lists[0][: taken[t]], dtype=np.int64),
+                    np.array(lists[1][: taken[t]], dtype=np.float32),
+                    np.array(lists[2][: taken[t]], dtype=np.int64),
+                )
+                for t, lists in self._delta.items()
+            }
             terms = len(self._term_id)
         try:
             new_base = _build(base, stale, gen, delta, terms)
@@ -330,7 +343,11 @@ class KeywordIndex:
         return rows, tf
 
     def search(
-        self, phrases: list[Phrase], k: int, *, project: str | None = None,
+        self,
+        phrases: list[Phrase],
+        k: int,
+        *,
+        project: str | None = None,
         created_between: tuple[float, float] | None = None,
     ) -> list[tuple[int, float]]:
         """The best ``k`` rows matching any phrase, as (seq, FTS5 ``bm25()`` value: negative,
@@ -379,8 +396,13 @@ class KeywordIndex:
             return [(int(seqs[i]), -float(best[i])) for i in order]
 
 
-def _build(base: _Base, stale: npt.NDArray[np.bool_], gen: Ints,
-           delta: dict[int, tuple[Ints, npt.NDArray[np.float32], Ints]], terms: int) -> _Base:
+def _build(
+    base: _Base,
+    stale: npt.NDArray[np.bool_],
+    gen: Ints,
+    delta: dict[int, tuple[Ints, npt.NDArray[np.float32], Ints]],
+    terms: int,
+) -> _Base:
     """A new base from the valid postings of ``base`` and ``delta``, grouped by term."""
     counts = np.diff(base.offsets)
     term_of = np.repeat(np.arange(counts.size, dtype=np.int64), counts)
@@ -397,4 +419,6 @@ def _build(base: _Base, stale: npt.NDArray[np.bool_], gen: Ints,
     order = np.argsort(t_all, kind="stable")
     offsets = np.zeros(terms + 1, dtype=np.int64)
     np.cumsum(np.bincount(t_all, minlength=terms), out=offsets[1:])
-    return _Base(offsets, np.concatenate(r_parts)[order].astype(np.int32), np.concatenate(f_parts)[order].astype(np.float32))
+    return _Base(
+        offsets, np.concatenate(r_parts)[order].astype(np.int32), np.concatenate(f_parts)[order].astype(np.float32)
+    )

@@ -102,8 +102,11 @@ def length_prior(content: str) -> float:
 
 def _prior(content: str) -> float:
     # A short text's words are counted in C (findall); a long one's only up to LENGTH_REF.
-    found = len(_WORD.findall(content)) if len(content) <= _CACHED_CHARS else \
-        sum(1 for _ in islice(_WORD.finditer(content), LENGTH_REF))
+    found = (
+        len(_WORD.findall(content))
+        if len(content) <= _CACHED_CHARS
+        else sum(1 for _ in islice(_WORD.finditer(content), LENGTH_REF))
+    )
     words = max(1, min(found, LENGTH_REF))
     return float((words / LENGTH_REF) ** LENGTH_EXPONENT)
 
@@ -117,7 +120,9 @@ def weigh_length(scores: Mapping[str, float], contents: Mapping[str, str]) -> di
 
 
 def boost_window(
-    scores: Mapping[str, float], created: Mapping[str, str], window: tuple[str, str] | None,
+    scores: Mapping[str, float],
+    created: Mapping[str, str],
+    window: tuple[str, str] | None,
     boost: float = DATE_BOOST,
 ) -> dict[str, float]:
     """Scores of memories created in ``[start, end)`` (UTC ISO strings) times ``1 + boost``, capped at 1.0.
@@ -127,9 +132,7 @@ def boost_window(
     if window is None or boost <= 0:
         return dict(scores)
     start, end = window
-    return {
-        mid: min(1.0, s * (1.0 + boost)) if start <= created.get(mid, "") < end else s for mid, s in scores.items()
-    }
+    return {mid: min(1.0, s * (1.0 + boost)) if start <= created.get(mid, "") < end else s for mid, s in scores.items()}
 
 
 def asks_when(query: str) -> bool:

@@ -117,7 +117,11 @@ class RecallOutcome:
 
 class Recaller:
     def __init__(
-        self, db: Database, settings: Settings, index: VectorIndex, embeddings: EmbeddingService,
+        self,
+        db: Database,
+        settings: Settings,
+        index: VectorIndex,
+        embeddings: EmbeddingService,
         keywords: KeywordMirror | None = None,
     ) -> None:
         self.db = db
@@ -170,9 +174,14 @@ class Recaller:
             # SQLite and torch both release the GIL, so on two cores the legs overlap
             # (docs/benchmarks.md, latency). Candidates are still added in the same order
             # (keyword hits first), so the ranking is exactly the sequential one.
-            fts_job = _submit(lambda: self.db.read(lambda c: self._keyword_pools(
-                c, keywords, where, params, pool, window, context=alpha > 0,
-                selective=flt.is_narrowing())), want_vec)
+            fts_job = _submit(
+                lambda: self.db.read(
+                    lambda c: self._keyword_pools(
+                        c, keywords, where, params, pool, window, context=alpha > 0, selective=flt.is_narrowing()
+                    )
+                ),
+                want_vec,
+            )
         qvec = None
         if want_vec:
             try:
@@ -206,9 +215,9 @@ class Recaller:
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
         rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
         self._adjust(query, candidates, rows, window)
-        ranked = sorted(
-            (c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True
-        )[:limit]
+        ranked = sorted((c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True)[
+            :limit
+        ]
         hits: list[RecallHit] = []
         for c in ranked:
             row = rows.get(c.memory_id)
@@ -237,7 +246,9 @@ class Recaller:
 
     @staticmethod
     def _adjust(
-        query: str, candidates: dict[str, Candidate], rows: dict[str, Any],
+        query: str,
+        candidates: dict[str, Candidate],
+        rows: dict[str, Any],
         window: tuple[datetime, datetime] | None = None,
     ) -> None:
         """Nudges (signet.search.rank): length prior, who said it, the time the query names
@@ -257,8 +268,16 @@ class Recaller:
             candidates[mid].score = score
 
     def _keyword_pools(
-        self, conn: Connection, query: _Keywords, where: str, params: list[Any], pool: int,
-        window: tuple[datetime, datetime] | None, *, context: bool = True, selective: bool = False,
+        self,
+        conn: Connection,
+        query: _Keywords,
+        where: str,
+        params: list[Any],
+        pool: int,
+        window: tuple[datetime, datetime] | None,
+        *,
+        context: bool = True,
+        selective: bool = False,
     ) -> list[tuple[str, float]]:
         """The keyword pool, then (when the query names a time) the best matches of that period
         not already in it. Same BM25 over the same index, so the raw scores stay comparable."""
@@ -266,41 +285,78 @@ class Recaller:
         if window is None:
             return hits
         within = f"{where} AND m.created_at >= ? AND m.created_at < ?"
-        return _extend(hits, self._fts(conn, query, within, [*params, to_iso(window[0]), to_iso(window[1])], pool,
-                                       context=context, selective=True, window=window))
+        return _extend(
+            hits,
+            self._fts(
+                conn,
+                query,
+                within,
+                [*params, to_iso(window[0]), to_iso(window[1])],
+                pool,
+                context=context,
+                selective=True,
+                window=window,
+            ),
+        )
 
     def _fts(
-        self, conn: Connection, query: _Keywords, where: str, params: list[Any], pool: int, *, context: bool = True,
-        selective: bool = False, window: tuple[datetime, datetime] | None = None,
+        self,
+        conn: Connection,
+        query: _Keywords,
+        where: str,
+        params: list[Any],
+        pool: int,
+        *,
+        context: bool = True,
+        selective: bool = False,
+        window: tuple[datetime, datetime] | None = None,
     ) -> list[tuple[str, float]]:
         """BM25 keyword pool; with ``context`` over content + thread context (signet.store.thread_context),
         from the in-memory mirror of that index when it can answer, else from FTS5."""
         if context and self.keywords is not None:
             between = (window[0].timestamp(), window[1].timestamp()) if window is not None else None
-            hits = mirrored_pool(conn, self.keywords, query.terms, where, params, pool, project=query.project,
-                                 created_between=between)
+            hits = mirrored_pool(
+                conn, self.keywords, query.terms, where, params, pool, project=query.project, created_between=between
+            )
             if hits is not None:
                 return hits
         # CROSS JOIN pins the FTS table as the outer loop. With a plain JOIN and no ANALYZE
         # statistics SQLite walked memories by idx_memories_deleted and ran the MATCH once per
         # row: 113 ms p50 at 1,000 memories instead of 1.3 ms (O(N) FTS queries per recall).
-        table, rank = ("memories_ctx_fts", f"bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT})") if context else (
-            "memories_fts", "bm25(memories_fts)")
+        table, rank = (
+            ("memories_ctx_fts", f"bm25(memories_ctx_fts, 1.0, {CONTEXT_WEIGHT})")
+            if context
+            else ("memories_fts", "bm25(memories_fts)")
+        )
         return keyword_pool(conn, table, rank, query.match, where, params, pool, selective=selective)
 
     def _vector_pools(
-        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int,
+        self,
+        qvec: Any,
+        flt: MemoryFilter,
+        where: str,
+        params: list[Any],
+        pool: int,
         window: tuple[datetime, datetime] | None,
     ) -> list[tuple[str, float]]:
         """The vector pool, then (when the query names a time) that period's best not already in it."""
         hits = self._vector_pool(qvec, flt, where, params, pool)
         if window is None:
             return hits
-        return _extend(hits, self._vector_pool(qvec, flt, where, params, pool,
-                                               created_between=(window[0].timestamp(), window[1].timestamp())))
+        return _extend(
+            hits,
+            self._vector_pool(
+                qvec, flt, where, params, pool, created_between=(window[0].timestamp(), window[1].timestamp())
+            ),
+        )
 
     def _vector_pool(
-        self, qvec: Any, flt: MemoryFilter, where: str, params: list[Any], pool: int,
+        self,
+        qvec: Any,
+        flt: MemoryFilter,
+        where: str,
+        params: list[Any],
+        pool: int,
         created_between: tuple[float, float] | None = None,
     ) -> list[tuple[str, float]]:
         """Top vector hits that pass the filters; widens the pool when filters reject many."""

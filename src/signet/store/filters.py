@@ -29,8 +29,18 @@ class MemoryFilter:
         """True when anything beyond the scope narrows the set (forget refuses "everything")."""
         return any(
             v is not None
-            for v in (self.type, self.tags or None, self.who, self.pinned, self.importance_min,
-                      self.since, self.until, self.project, self.agent_id, self.source_type)
+            for v in (
+                self.type,
+                self.tags or None,
+                self.who,
+                self.pinned,
+                self.importance_min,
+                self.since,
+                self.until,
+                self.project,
+                self.agent_id,
+                self.source_type,
+            )
         )
 
     def sql(self, decay_rate: float, alias: str = "m") -> tuple[str, list[Any]]:
@@ -42,8 +52,13 @@ class MemoryFilter:
         scope_sql, scope_params = self.scope.sql(alias)
         clauses.append(scope_sql)
         params.extend(scope_params)
-        for col, val in (("type", self.type), ("who", self.who), ("project", self.project),
-                         ("agent_id", self.agent_id), ("source_type", self.source_type)):
+        for col, val in (
+            ("type", self.type),
+            ("who", self.who),
+            ("project", self.project),
+            ("agent_id", self.agent_id),
+            ("source_type", self.source_type),
+        ):
             if val is not None:
                 clauses.append(f"{a}{col} = ?")
                 params.append(val)
@@ -60,8 +75,6 @@ class MemoryFilter:
             clauses.append(f"EXISTS (SELECT 1 FROM json_each({a}tags) WHERE json_each.value = ?)")
             params.append(tag)
         if self.importance_min is not None:
-            clauses.append(
-                f"signet_decay({a}importance, {a}pinned, COALESCE({a}last_accessed, {a}created_at), ?) >= ?"
-            )
+            clauses.append(f"signet_decay({a}importance, {a}pinned, COALESCE({a}last_accessed, {a}created_at), ?) >= ?")
             params.extend([decay_rate, self.importance_min])
         return " AND ".join(clauses), params

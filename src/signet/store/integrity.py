@@ -106,8 +106,7 @@ def recover(path: Path) -> RecoverReport:
         new.execute("PRAGMA foreign_keys = OFF")
         migrate(new)
         new.execute("ATTACH DATABASE ? AS old", (str(path),))
-        tables = [str(r[0]) for r in new.execute(
-            "SELECT name FROM old.sqlite_master WHERE type = 'table'").fetchall()]
+        tables = [str(r[0]) for r in new.execute("SELECT name FROM old.sqlite_master WHERE type = 'table'").fetchall()]
         wanted = {str(r[0]) for r in new.execute("SELECT name FROM main.sqlite_master WHERE type = 'table'")}
         for table in tables:
             if table.startswith(_SKIP) or table not in wanted:
@@ -161,8 +160,11 @@ def _copy_table(conn: Connection, table: str) -> tuple[int, int]:
         conn.execute("BEGIN IMMEDIATE")
         for rowid in range(start, min(start + BATCH, hi + 1)):
             try:
-                cur = conn.execute(f'INSERT OR IGNORE INTO main."{table}" ({common}) SELECT {common} '
-                                   f'FROM old."{table}" WHERE rowid = ?', (rowid,))
+                cur = conn.execute(
+                    f'INSERT OR IGNORE INTO main."{table}" ({common}) SELECT {common} '
+                    f'FROM old."{table}" WHERE rowid = ?',
+                    (rowid,),
+                )
                 copied += max(cur.rowcount, 0)
             except sqlite3.DatabaseError:
                 skipped += 1

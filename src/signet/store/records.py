@@ -85,9 +85,18 @@ def record_history(
         "INSERT INTO memory_history(id, memory_id, event, old_content, new_content, changed_by, reason, metadata,"
         " actor_type, session_id, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
-            hid, memory_id, event, old_content, new_content, changed_by, reason,
+            hid,
+            memory_id,
+            event,
+            old_content,
+            new_content,
+            changed_by,
+            reason,
             json.dumps(metadata, sort_keys=True) if metadata is not None else None,
-            actor_type, session_id, request_id, now_iso(),
+            actor_type,
+            session_id,
+            request_id,
+            now_iso(),
         ),
     )
     return hid

@@ -47,8 +47,9 @@ class ReadScope:
 
     def check_agent(self, agent_id: str | None) -> None:
         if self.write_agent is not None and (agent_id or "default") != self.write_agent:
-            raise Forbidden(f"the token's scope does not cover agent '{agent_id or 'default'}'",
-                            reason="scope_mismatch")
+            raise Forbidden(
+                f"the token's scope does not cover agent '{agent_id or 'default'}'", reason="scope_mismatch"
+            )
 
     def check_project(self, project: str | None) -> None:
         if self.project is not None and project != self.project:
@@ -59,8 +60,9 @@ class ReadScope:
         the token is agent-scoped (reading another agent's global memory is not owning it)."""
         if self.write_agent is None:
             return self
-        return ReadScope(agent_id=self.write_agent, policy="isolated", project=self.project,
-                         write_agent=self.write_agent)
+        return ReadScope(
+            agent_id=self.write_agent, policy="isolated", project=self.project, write_agent=self.write_agent
+        )
 
     def sql(self, alias: str = "m") -> tuple[str, list[Any]]:
         """A WHERE fragment (always valid, ``1=1`` when unrestricted) and its parameters."""

@@ -41,9 +41,7 @@ def touch_session(
 
 
 def recently_injected(conn: Connection, key: str, since_turn: int) -> set[str]:
-    rows = conn.execute(
-        "SELECT memory_id FROM hook_injections WHERE session_key = ? AND turn >= ?", (key, since_turn)
-    )
+    rows = conn.execute("SELECT memory_id FROM hook_injections WHERE session_key = ? AND turn >= ?", (key, since_turn))
     return {r[0] for r in rows}
 
 
@@ -83,8 +81,16 @@ def transcript_turns(conn: Connection, key: str) -> list[Turn]:
 
 
 def upsert_conversation(
-    conn: Connection, key: str, session_id: str, *, harness: str, project: str | None, agent_id: str,
-    started_at: str, ended_at: str, summary: str | None,
+    conn: Connection,
+    key: str,
+    session_id: str,
+    *,
+    harness: str,
+    project: str | None,
+    agent_id: str,
+    started_at: str,
+    ended_at: str,
+    summary: str | None,
 ) -> None:
     now = now_iso()
     conn.execute(

@@ -81,8 +81,10 @@ def _followers_of(row: str) -> str:
 
 def _reindex_all(context: Callable[[str], str]) -> str:
     """Index every memory with the context ``context`` computes."""
-    return (f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {context('m.seq')}"
-            " FROM memories m;")
+    return (
+        f"INSERT INTO memories_ctx_fts(rowid, content, context) SELECT m.seq, m.content, {context('m.seq')}"
+        " FROM memories m;"
+    )
 
 
 def _triggers(context: Callable[[str], str], affected: Callable[[str], str], *, log: bool = False) -> str:

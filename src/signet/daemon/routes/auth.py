@@ -57,9 +57,13 @@ def whoami(request: Request, runtime: RuntimeDep) -> WhoAmI:
     scope = getattr(request.state, "scope", UNSCOPED)
     scope = scope if isinstance(scope, ReadScope) else UNSCOPED
     return WhoAmI(
-        mode=ctx.mode, authenticated=ctx.authenticated, local=ctx.local,
+        mode=ctx.mode,
+        authenticated=ctx.authenticated,
+        local=ctx.local,
         claims=ctx.claims.to_dict() if ctx.claims else None,
-        agent_id=scope.agent_id, read_policy=scope.policy, project=scope.project,
+        agent_id=scope.agent_id,
+        read_policy=scope.policy,
+        project=scope.project,
     )
 
 
@@ -67,8 +71,13 @@ def whoami(request: Request, runtime: RuntimeDep) -> WhoAmI:
 def create_token(body: TokenRequest, runtime: RuntimeDep) -> TokenResponse:
     st = runtime.auth.synced()
     token, claims = issue(
-        st.secret, sub=body.sub, role=body.role, ttl_s=body.ttl_seconds or runtime.settings.auth.default_ttl_s,
-        project=body.project, agent=body.agent, user=body.user,
+        st.secret,
+        sub=body.sub,
+        role=body.role,
+        ttl_s=body.ttl_seconds or runtime.settings.auth.default_ttl_s,
+        project=body.project,
+        agent=body.agent,
+        user=body.user,
     )
     return TokenResponse(token=token, claims=claims.to_dict())
 

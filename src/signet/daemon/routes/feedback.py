@@ -10,8 +10,10 @@ from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse, list_feedback, record_feedback
 from signet.models import ErrorResponse
 
-router = APIRouter(tags=["feedback"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
-                                                 422: {"model": ErrorResponse}})
+router = APIRouter(
+    tags=["feedback"],
+    responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+)
 
 
 @router.post("/api/feedback", response_model=FeedbackResponse)
@@ -22,11 +24,13 @@ def post_feedback(body: FeedbackRequest, runtime: RuntimeDep, actor: ActorDep, s
 
 @router.get("/api/feedback", response_model=FeedbackList)
 def get_feedback(
-    runtime: RuntimeDep, scope: ScopeDep,
+    runtime: RuntimeDep,
+    scope: ScopeDep,
     session_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     memory_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> FeedbackList:
     """Stored ratings, newest first, filtered by session and/or memory."""
-    return runtime.db.read(lambda conn: list_feedback(conn, session_id=session_id, memory_id=memory_id,
-                                                      limit=limit, scope=scope))
+    return runtime.db.read(
+        lambda conn: list_feedback(conn, session_id=session_id, memory_id=memory_id, limit=limit, scope=scope)
+    )

@@ -107,8 +107,7 @@ def list_harnesses(runtime: RuntimeDep) -> HarnessList:
     """Every known harness, whether it is installed, and which of its files hold Signet's part."""
     ws = runtime.workspace.root
     out = [
-        HarnessStatus.model_validate(harness_install.status(h, ws))
-        for h in harness_install.all_harnesses().values()
+        HarnessStatus.model_validate(harness_install.status(h, ws)) for h in harness_install.all_harnesses().values()
     ]
     return HarnessList(harnesses=out)
 
@@ -153,16 +152,23 @@ def identity(runtime: RuntimeDep) -> IdentityResponse:
     for name in IDENTITY_FILES:
         p = root / name
         st = p.stat() if p.is_file() else None
-        files.append(IdentityFile(
-            name=name, exists=st is not None, size=st.st_size if st else None,
-            updated_at=_mtime(st.st_mtime) if st else None,
-        ))
+        files.append(
+            IdentityFile(
+                name=name,
+                exists=st is not None,
+                size=st.st_size if st else None,
+                updated_at=_mtime(st.st_mtime) if st else None,
+            )
+        )
     ident = root / "IDENTITY.md"
     content = ident.read_text(encoding="utf-8", errors="replace") if ident.is_file() else None
     fields = identity_fields(content or "")
     agent = runtime.settings.agent
     return IdentityResponse(
-        name=fields.get("name") or agent.name, description=agent.description, fields=fields, content=content,
+        name=fields.get("name") or agent.name,
+        description=agent.description,
+        fields=fields,
+        content=content,
         files=files,
     )
 
@@ -177,10 +183,14 @@ def list_config(runtime: RuntimeDep) -> ConfigList:
             st = p.stat()
             if st.st_size > MAX_CONFIG_BYTES:
                 continue
-            out.append(ConfigFile(
-                name=p.name, size=st.st_size, updated_at=_mtime(st.st_mtime),
-                content=p.read_text(encoding="utf-8", errors="replace"),
-            ))
+            out.append(
+                ConfigFile(
+                    name=p.name,
+                    size=st.st_size,
+                    updated_at=_mtime(st.st_mtime),
+                    content=p.read_text(encoding="utf-8", errors="replace"),
+                )
+            )
     return ConfigList(files=out)
 
 
@@ -189,9 +199,7 @@ def save_config(body: SaveConfigRequest, runtime: RuntimeDep) -> SaveConfigRespo
     """Save one config file at the workspace root. ``agent.yaml`` is validated first: an
     invalid manifest is refused (400, naming the key) and the file on disk is kept."""
     if not CONFIG_NAME.match(body.file):
-        raise InvalidRequest(
-            "file must be a name (no path) ending in .md, .yaml or .yml", file=body.file
-        )
+        raise InvalidRequest("file must be a name (no path) ending in .md, .yaml or .yml", file=body.file)
     if body.file.endswith((".yaml", ".yml")):
         try:
             data: Any = yaml.safe_load(body.content)

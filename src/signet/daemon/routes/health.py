@@ -14,13 +14,20 @@ router = APIRouter(tags=["status"])
 
 Challenge = Annotated[
     str | None,
-    Query(max_length=CHALLENGE_MAX, pattern="^[0-9a-fA-F]+$",
-          description="Random hex; the answer's proof shows this is the workspace's own daemon"),
+    Query(
+        max_length=CHALLENGE_MAX,
+        pattern="^[0-9a-fA-F]+$",
+        description="Random hex; the answer's proof shows this is the workspace's own daemon",
+    ),
 ]
 
 
-@router.get("/health", response_model=HealthResponse, response_model_exclude_none=True,
-            responses={422: {"model": ErrorResponse}})
+@router.get(
+    "/health",
+    response_model=HealthResponse,
+    response_model_exclude_none=True,
+    responses={422: {"model": ErrorResponse}},
+)
 def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
     """Answers as soon as the daemon listens (the embedding model loads in the background).
 

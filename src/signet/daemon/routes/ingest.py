@@ -44,13 +44,18 @@ class IngestResponse(BaseModel):
 def ingest(body: IngestRequest, runtime: RuntimeDep, scope: ScopeDep) -> IngestResponse:
     """Idempotent by content hash; a changed file replaces its session's turns."""
     agent, project = scope.owner(body.agent_id, body.project)  # Forbidden outside a token's scope
-    turns = [
-        Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None) for t in body.turns
-    ]
+    turns = [Turn(t.role, t.content, to_iso(t.timestamp) if t.timestamp else None) for t in body.turns]
     out = ingest_transcript(
-        runtime.db, content_hash=body.content_hash, path=body.path, adapter=body.adapter, turns=turns,
-        session_id=body.session_id, harness=body.harness, project=project,
-        agent_id=agent or scope.agent_id, enqueue=runtime.settings.memory.pipeline.enabled,
+        runtime.db,
+        content_hash=body.content_hash,
+        path=body.path,
+        adapter=body.adapter,
+        turns=turns,
+        session_id=body.session_id,
+        harness=body.harness,
+        project=project,
+        agent_id=agent or scope.agent_id,
+        enqueue=runtime.settings.memory.pipeline.enabled,
         max_attempts=runtime.settings.memory.pipeline.max_attempts,
     )
     return IngestResponse(status=out.status, session_key=out.session_key, turns=out.turns, job_id=out.job_id)

@@ -38,7 +38,9 @@ from signet.models import (
 from signet.store.filters import MemoryFilter
 
 ERRORS: dict[int | str, dict[str, object]] = {
-    400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 409: {"model": ErrorResponse},
+    400: {"model": ErrorResponse},
+    404: {"model": ErrorResponse},
+    409: {"model": ErrorResponse},
     422: {"model": ErrorResponse},
 }
 
@@ -83,8 +85,12 @@ async def recall(body: RecallRequest, runtime: RuntimeDep, scope: ScopeDep) -> R
 
 @router.get("/api/memory/search", response_model=RecallResponse)
 def search(
-    runtime: RuntimeDep, scope: ScopeDep, q: QueryText, limit: Limit = 10,
-    type: MemoryType | None = None, project: Annotated[str | None, Query(max_length=200)] = None,
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    q: QueryText,
+    limit: Limit = 10,
+    type: MemoryType | None = None,
+    project: Annotated[str | None, Query(max_length=200)] = None,
     who: Annotated[str | None, Query(max_length=200)] = None,
 ) -> RecallResponse:
     """Hybrid search with query parameters (same engine as recall)."""
@@ -105,16 +111,31 @@ def similar(runtime: RuntimeDep, scope: ScopeDep, id: MemoryId, limit: Limit = 1
 
 @router.get("/api/memories", response_model=MemoryList)
 def list_memories(
-    runtime: RuntimeDep, scope: ScopeDep, limit: Limit = 50, offset: Offset = 0,
-    type: MemoryType | None = None, project: Annotated[str | None, Query(max_length=200)] = None,
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    limit: Limit = 50,
+    offset: Offset = 0,
+    type: MemoryType | None = None,
+    project: Annotated[str | None, Query(max_length=200)] = None,
     who: Annotated[str | None, Query(max_length=200)] = None,
     tag: Annotated[list[Annotated[str, Query(max_length=100)]] | None, Query(max_length=20)] = None,
-    pinned: bool | None = None, since: UtcDatetime | None = None, until: UtcDatetime | None = None,
+    pinned: bool | None = None,
+    since: UtcDatetime | None = None,
+    until: UtcDatetime | None = None,
     include_deleted: bool = False,
 ) -> MemoryList:
     """Memories, newest first, with pagination and filters."""
-    flt = MemoryFilter(type=type.value if type else None, project=project, who=who, tags=tag, pinned=pinned,
-                       since=since, until=until, include_deleted=include_deleted, scope=scope)
+    flt = MemoryFilter(
+        type=type.value if type else None,
+        project=project,
+        who=who,
+        tags=tag,
+        pinned=pinned,
+        since=since,
+        until=until,
+        include_deleted=include_deleted,
+        scope=scope,
+    )
     return runtime.service.list_memories(flt, limit=limit, offset=offset)
 
 
@@ -133,15 +154,20 @@ def patch_memory(
 
 @router.delete("/api/memory/{memory_id}", response_model=DeleteResponse)
 def delete_memory(
-    memory_id: str, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep,
+    memory_id: str,
+    runtime: RuntimeDep,
+    actor: ActorDep,
+    scope: ScopeDep,
     reason: Annotated[str, Query(min_length=1, max_length=2000)],
-    if_version: Annotated[int | None, Query(ge=1)] = None, force: bool = False,
+    if_version: Annotated[int | None, Query(ge=1)] = None,
+    force: bool = False,
 ) -> DeleteResponse:
     """Soft-delete one memory (recoverable); ``force=true`` hard-deletes."""
     if not reason.strip():
         raise InvalidRequest("reason must not be blank")
-    return runtime.service.delete(memory_id, reason=reason, if_version=if_version, force=force,
-                                  changed_by=actor, scope=scope)
+    return runtime.service.delete(
+        memory_id, reason=reason, if_version=if_version, force=force, changed_by=actor, scope=scope
+    )
 
 
 @router.get("/api/memory/{memory_id}/history", response_model=HistoryResponse)
@@ -171,8 +197,11 @@ def forget(body: ForgetRequest, runtime: RuntimeDep, actor: ActorDep, scope: Sco
 
 @router.get("/api/embeddings", response_model=EmbeddingExport, tags=["embeddings"])
 def export_embeddings(
-    runtime: RuntimeDep, scope: ScopeDep, limit: Annotated[int, Query(ge=1, le=5000)] = 500,
-    offset: Offset = 0, vectors: bool = False,
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    limit: Annotated[int, Query(ge=1, le=5000)] = 500,
+    offset: Offset = 0,
+    vectors: bool = False,
 ) -> EmbeddingExport:
     """Stored embeddings; ``vectors=true`` includes the floats."""
     return runtime.service.export_embeddings(limit=limit, offset=offset, with_vectors=vectors, scope=scope)

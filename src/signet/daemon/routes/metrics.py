@@ -50,26 +50,38 @@ class SignetCollector(Collector):
 
         mirror = self.runtime.keywords
         if mirror is not None:
-            yield GaugeMetricFamily("signet_keyword_index_ready", "1 when the in-memory keyword index answers",
-                                    value=1 if mirror.ready else 0)
-            yield GaugeMetricFamily("signet_keyword_index_rows", "rows in the in-memory keyword index",
-                                    value=len(mirror.index))
-            yield CounterMetricFamily("signet_keyword_index_rebuilds", "whole rebuilds after the first build",
-                                      value=mirror.rebuilds)
-            yield CounterMetricFamily("signet_keyword_index_answered", "keyword searches the index answered",
-                                      value=mirror.answered)
-            fb = CounterMetricFamily("signet_keyword_index_fallbacks", "keyword searches handed to FTS5, by reason",
-                                     labels=["reason"])
+            yield GaugeMetricFamily(
+                "signet_keyword_index_ready",
+                "1 when the in-memory keyword index answers",
+                value=1 if mirror.ready else 0,
+            )
+            yield GaugeMetricFamily(
+                "signet_keyword_index_rows", "rows in the in-memory keyword index", value=len(mirror.index)
+            )
+            yield CounterMetricFamily(
+                "signet_keyword_index_rebuilds", "whole rebuilds after the first build", value=mirror.rebuilds
+            )
+            yield CounterMetricFamily(
+                "signet_keyword_index_answered", "keyword searches the index answered", value=mirror.answered
+            )
+            fb = CounterMetricFamily(
+                "signet_keyword_index_fallbacks", "keyword searches handed to FTS5, by reason", labels=["reason"]
+            )
             for reason, n in mirror.fallback_reasons.items():
                 fb.add_metric([reason], n)
             yield fb
-        yield GaugeMetricFamily("signet_vectors", "embeddings in the in-memory vector index",
-                                value=len(self.runtime.index))
+        yield GaugeMetricFamily(
+            "signet_vectors", "embeddings in the in-memory vector index", value=len(self.runtime.index)
+        )
 
 
-@router.get("/metrics", response_class=Response,
-            responses={200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}},
-                             "description": "Prometheus text format"}})
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {"content": {CONTENT_TYPE: {"schema": {"type": "string"}}}, "description": "Prometheus text format"}
+    },
+)
 def metrics(request: Request, runtime: RuntimeDep) -> Response:
     """Connections (open, evicted, timed out, refused), responses by status class, the keyword
     index (rebuilds, answered, fallbacks by reason), vectors, and the process (RSS, CPU, open

@@ -13,8 +13,10 @@ from signet.errors import NotFound
 from signet.models import ErrorResponse, StrictModel
 from signet.pipeline import queue
 
-router = APIRouter(tags=["pipeline"], responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse},
-                                                 422: {"model": ErrorResponse}})
+router = APIRouter(
+    tags=["pipeline"],
+    responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+)
 
 JobStatus = Literal["pending", "leased", "completed", "failed", "dead"]
 
@@ -67,10 +69,20 @@ def _json(raw: str | None) -> dict[str, Any] | None:
 
 def _view(r: Any) -> JobView:
     return JobView(
-        id=r["id"], job_type=r["job_type"], status=r["status"], memory_id=r["memory_id"], payload=_json(r["payload"]),
-        result=_json(r["result"]), attempts=r["attempts"], max_attempts=r["max_attempts"], error=r["error"],
-        leased_at=r["leased_at"], completed_at=r["completed_at"], failed_at=r["failed_at"],
-        created_at=r["created_at"], updated_at=r["updated_at"],
+        id=r["id"],
+        job_type=r["job_type"],
+        status=r["status"],
+        memory_id=r["memory_id"],
+        payload=_json(r["payload"]),
+        result=_json(r["result"]),
+        attempts=r["attempts"],
+        max_attempts=r["max_attempts"],
+        error=r["error"],
+        leased_at=r["leased_at"],
+        completed_at=r["completed_at"],
+        failed_at=r["failed_at"],
+        created_at=r["created_at"],
+        updated_at=r["updated_at"],
     )
 
 
@@ -82,7 +94,8 @@ class ProviderStatus(BaseModel):
     healthy: bool
     error: str | None
     calls: dict[str, Any] | None = Field(
-        None, description="last 100 calls: outcomes, success_rate, p50_latency_ms, last_outcome, last_error")
+        None, description="last 100 calls: outcomes, success_rate, p50_latency_ms, last_outcome, last_error"
+    )
 
 
 class QueueStatus(BaseModel):
@@ -131,8 +144,9 @@ def list_jobs(
     offset: Annotated[int, Query(ge=0, le=1_000_000_000)] = 0,
 ) -> JobList:
     """Jobs, newest first, filtered by status, type or memory."""
-    total, rows = runtime.db.read(lambda c: queue.list_jobs(
-        c, status=status, job_type=job_type, memory_id=memory_id, limit=limit, offset=offset))
+    total, rows = runtime.db.read(
+        lambda c: queue.list_jobs(c, status=status, job_type=job_type, memory_id=memory_id, limit=limit, offset=offset)
+    )
     return JobList(items=[_view(r) for r in rows], total=total)
 
 

@@ -28,7 +28,7 @@ class FtsCheckRequest(StrictModel):
     force: bool = Field(
         False,
         description="rebuild both keyword indexes whatever the check finds: for drift the check cannot see, "
-                    "such as a memory's stale thread context in memories_ctx_fts (same row counts, intact FTS5 index)",
+        "such as a memory's stale thread context in memories_ctx_fts (same row counts, intact FTS5 index)",
     )
 
 
@@ -36,7 +36,8 @@ class FtsCheckResponse(BaseModel):
     memories: int
     indexed: int = Field(description="rows in memories_fts (content only: the legacy keyword-only search)")
     context_indexed: int = Field(
-        description="rows in memories_ctx_fts (content + thread context: recall's keyword leg)")
+        description="rows in memories_ctx_fts (content + thread context: recall's keyword leg)"
+    )
     consistent: bool
     rebuilt: bool = Field(description="whether this call rebuilt the indexes")
 
@@ -70,16 +71,22 @@ def check_fts(runtime: RuntimeDep, body: FtsCheckRequest | None = None) -> FtsCh
         runtime.db.write(rebuild_keyword_indexes)
         rebuilt = True
         check = runtime.db.write(check_keyword_indexes)
-    return FtsCheckResponse(memories=check.memories, indexed=check.indexed, context_indexed=check.context_indexed,
-                            consistent=check.consistent, rebuilt=rebuilt)
+    return FtsCheckResponse(
+        memories=check.memories,
+        indexed=check.indexed,
+        context_indexed=check.context_indexed,
+        consistent=check.consistent,
+        rebuilt=rebuilt,
+    )
 
 
 @router.get("/api/repair/embedding-gaps", response_model=EmbeddingGapsResponse)
 def embedding_gaps(runtime: RuntimeDep) -> EmbeddingGapsResponse:
     """How many live memories still lack a vector from the configured model."""
     e = runtime.embeddings
-    return EmbeddingGapsResponse(pending=e.pending_count(), provider=e.settings.provider, model=e.settings.model,
-                                 state=e.state)
+    return EmbeddingGapsResponse(
+        pending=e.pending_count(), provider=e.settings.provider, model=e.settings.model, state=e.state
+    )
 
 
 @router.post("/api/repair/re-embed", response_model=EmbeddingGapsResponse)

@@ -68,8 +68,9 @@ class CallOutcome:
 class RecordingLlm:
     """Wraps a provider: per-call timeout, one outcome record per call."""
 
-    def __init__(self, provider: LlmProvider, settings: ExtractionSettings, *, db: Any = None,
-                 ring_size: int = 100) -> None:
+    def __init__(
+        self, provider: LlmProvider, settings: ExtractionSettings, *, db: Any = None, ring_size: int = 100
+    ) -> None:
         self.provider = provider
         self.settings = settings
         self.db = db
@@ -100,8 +101,9 @@ class RecordingLlm:
             self._record(purpose, outcome, (time.perf_counter() - started) * 1000, error, job_id)
 
     def _record(self, purpose: str, outcome: str, latency_ms: float, error: str | None, job_id: str | None) -> None:
-        rec = CallOutcome(self.provider.name, self.provider.model, purpose, outcome, round(latency_ms, 3), error,
-                          now_iso())
+        rec = CallOutcome(
+            self.provider.name, self.provider.model, purpose, outcome, round(latency_ms, 3), error, now_iso()
+        )
         with self._lock:
             self.recent.append(rec)
             if outcome == "success":
@@ -110,14 +112,19 @@ class RecordingLlm:
             prune = self._recorded % PRUNE_EVERY == 0
         if self.db is not None and prune:
             # The call log is for diagnostics, not an archive: keep the newest KEEP_CALLS rows.
-            self.db.submit(lambda c: c.execute(
-                "DELETE FROM llm_calls WHERE id <= (SELECT MAX(id) FROM llm_calls) - ?", (KEEP_CALLS,)))
+            self.db.submit(
+                lambda c: c.execute(
+                    "DELETE FROM llm_calls WHERE id <= (SELECT MAX(id) FROM llm_calls) - ?", (KEEP_CALLS,)
+                )
+            )
         if self.db is not None:
-            self.db.submit(lambda c: c.execute(
-                "INSERT INTO llm_calls(provider, model, purpose, outcome, latency_ms, error, job_id, created_at)"
-                " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (rec.provider, rec.model, rec.purpose, rec.outcome, rec.latency_ms, rec.error, job_id, rec.at),
-            ))
+            self.db.submit(
+                lambda c: c.execute(
+                    "INSERT INTO llm_calls(provider, model, purpose, outcome, latency_ms, error, job_id, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                    (rec.provider, rec.model, rec.purpose, rec.outcome, rec.latency_ms, rec.error, job_id, rec.at),
+                )
+            )
 
     def summary(self) -> dict[str, Any]:
         with self._lock:

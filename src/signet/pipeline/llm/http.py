@@ -77,10 +77,17 @@ class OllamaProvider(HttpProvider):
 
     def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        data = self._post("/api/chat", {
-            "model": self.model, "messages": messages, "stream": False, "format": "json",
-            "options": {"temperature": 0.1, "num_predict": self.settings.max_tokens},
-        }, timeout)
+        data = self._post(
+            "/api/chat",
+            {
+                "model": self.model,
+                "messages": messages,
+                "stream": False,
+                "format": "json",
+                "options": {"temperature": 0.1, "num_predict": self.settings.max_tokens},
+            },
+            timeout,
+        )
         if isinstance(data, dict) and data.get("error"):
             raise LlmError(f"ollama: {data['error']}")
         msg = data.get("message") if isinstance(data, dict) else None
@@ -111,9 +118,16 @@ class OpenAIProvider(HttpProvider):
 
     def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
-        data = self._post("/chat/completions", {
-            "model": self.model, "messages": messages, "temperature": 0.1, "max_tokens": self.settings.max_tokens,
-        }, timeout)
+        data = self._post(
+            "/chat/completions",
+            {
+                "model": self.model,
+                "messages": messages,
+                "temperature": 0.1,
+                "max_tokens": self.settings.max_tokens,
+            },
+            timeout,
+        )
         try:
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
@@ -142,7 +156,9 @@ class AnthropicProvider(HttpProvider):
 
     def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
         body: dict[str, Any] = {
-            "model": self.model, "max_tokens": self.settings.max_tokens, "temperature": 0.1,
+            "model": self.model,
+            "max_tokens": self.settings.max_tokens,
+            "temperature": 0.1,
             "messages": [{"role": "user", "content": prompt}],
         }
         if system:

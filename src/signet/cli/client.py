@@ -1,23 +1,36 @@
-"""A thin HTTP client for CLI commands: httpx only, nothing heavy imported.
+"""The CLI's client of the daemon: the SDK's :class:`~signet.sdk.SignetClient`, with what a
+command line needs on top.
 
-Where the daemon lives is decided by :mod:`signet.address`.
+Every request goes through the SDK's driver (one transport, one retry rule, one mapping of
+answers to typed errors), typed operations where the SDK has them (``client.remember(...)``)
+and :meth:`DaemonClient.get_json`/:meth:`DaemonClient.post_json` for the operator routes that return
+plain JSON. On top: the caller's workspace is always sent on loopback (the SDK sends it only
+when ``SIGNET_WORKSPACE`` is set), and a daemon of another workspace is reported in the words
+a user can act on (the port, both paths). Nothing heavy is imported: httpx and pydantic.
 """
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import httpx
 
 from signet.address import base_url
-from signet.errors import DaemonUnavailable, WrongWorkspace, error_from_payload
+from signet.errors import WrongWorkspace
 from signet.instance import workspace_header, wrong_workspace_message
+from signet.sdk import SignetClient
+from signet.sdk._core import Call
 from signet.workspace import default_workspace_path
 
+T = TypeVar("T")
 
-class DaemonClient:
+
+def _as_is(data: Any) -> Any:
+    return data
+
+
+class DaemonClient(SignetClient):
     """``workspace``: the caller's workspace (default: ``$SIGNET_WORKSPACE`` or ~/.agents). On
     loopback it is sent as ``X-Signet-Workspace``, so a daemon serving another workspace
     refuses instead of storing this workspace's memories (signet.instance)."""
@@ -25,41 +38,29 @@ class DaemonClient:
     def __init__(
         self, url: str | None = None, *, timeout: float = 30.0, token: str | None = None, workspace: Path | None = None
     ) -> None:
-        self.url = url or base_url()
+        url = url or base_url()
         self.workspace = workspace or default_workspace_path()
-        url_ = httpx.URL(self.url)
-        self.port = url_.port or 80
-        headers = {"X-Signet-Actor": "cli", **workspace_header(url_.host, self.workspace)}
-        token = token or os.environ.get("SIGNET_TOKEN")
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        self._http = httpx.Client(base_url=self.url, timeout=timeout, headers=headers)
+        self.port = httpx.URL(url).port or 80
+        super().__init__(
+            url,
+            token=token,
+            actor="cli",
+            timeout=timeout,
+            headers=workspace_header(httpx.URL(url).host, self.workspace),
+        )
 
-    def request(self, method: str, path: str, **kw: Any) -> Any:
+    def _execute(self, call: Call[T]) -> T:
         try:
-            resp = self._http.request(method, path, **kw)
-        except httpx.ConnectError:
-            raise DaemonUnavailable(
-                f"the Signet daemon is not running at {self.url}; start it with `signet start`"
-            ) from None
-        except httpx.TimeoutException:
-            raise DaemonUnavailable(f"the Signet daemon at {self.url} did not answer in time") from None
-        try:
-            data = resp.json()
-        except ValueError:
-            data = {"error": resp.text[:200] or f"HTTP {resp.status_code}"}
-        if resp.status_code == 409 and isinstance(data, dict) and data.get("code") == "wrong_workspace":
-            served = data.get("workspace") if isinstance(data.get("workspace"), str) else None
-            raise WrongWorkspace(wrong_workspace_message(self.port, served, self.workspace), workspace=served)
-        if resp.status_code >= 400:
-            raise error_from_payload(resp.status_code, data if isinstance(data, dict) else {"error": str(data)})
-        return data
+            return super()._execute(call)
+        except WrongWorkspace as exc:
+            served = exc.details.get("workspace")
+            served = served if isinstance(served, str) else None
+            raise WrongWorkspace(wrong_workspace_message(self.port, served, self.workspace), workspace=served) from None
 
-    def get(self, path: str, **kw: Any) -> Any:
-        return self.request("GET", path, **kw)
+    def get_json(self, path: str, **params: Any) -> Any:
+        """``GET path`` with query ``params``; the JSON answer as it is."""
+        return self._execute(Call("GET", path, _as_is, params={k: v for k, v in params.items() if v is not None}))
 
-    def post(self, path: str, body: Any = None, **kw: Any) -> Any:
-        return self.request("POST", path, json=body, **kw)
-
-    def close(self) -> None:
-        self._http.close()
+    def post_json(self, path: str, body: Any = None) -> Any:
+        """``POST path`` with a JSON ``body``; the JSON answer as it is."""
+        return self._execute(Call("POST", path, _as_is, json=body))

@@ -64,7 +64,7 @@ def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
     taken = SignetError(f"port {port} on {host} is taken by another program; use --port or SIGNET_PORT")
     client = DaemonClient(base_url(host, port), timeout=3.0, workspace=ws.root)
     try:
-        client.get("/health")
+        client.health()
     except WrongWorkspace as exc:
         return exc
     except SignetError:  # not a Signet daemon that answers
@@ -212,7 +212,7 @@ def status(
 ) -> None:
     """Daemon status: version, memories, embedding coverage, vector search."""
     client = DaemonClient(base_url(host, port))
-    data = client.get("/api/status")
+    data = client.status().model_dump(mode="json")
     if as_json:
         typer.echo(json.dumps(data, indent=2))
         return

@@ -19,7 +19,7 @@ def doctor(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     settings = Workspace.from_env().settings()  # an unreadable agent.yaml is one line and exit 1
     unknown = unknown_top_level_keys(settings)
     near = {key: miss for key in unknown if (miss := top_level_near_miss(key)) is not None}
-    report = DaemonClient().get("/api/diagnostics")
+    report = DaemonClient().get_json("/api/diagnostics")
     if as_json:
         typer.echo(
             json.dumps({**report, "config": {"unknown_top_level_keys": unknown, "did_you_mean": near}}, indent=2)

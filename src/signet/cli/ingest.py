@@ -86,7 +86,7 @@ def ingest(
                     progress.console.print(f"[yellow]empty[/] {f} (no turns found)")
                     skipped += 1
                     continue
-                res = client.post("/api/ingest/transcript", body)
+                res = client.post_json("/api/ingest/transcript", body)
             except (TranscriptError, OSError) as exc:
                 progress.console.print(f"[red]failed[/] {f}: {exc}")
                 failed += 1

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import Annotated, Any
 
 import typer
@@ -32,9 +31,8 @@ def remember(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Store a memory."""
-    body = _drop_none(
+    fields = _drop_none(
         {
-            "content": content,
             "type": type,
             "importance": importance,
             "tags": _tags(tags),
@@ -43,12 +41,12 @@ def remember(
             "pinned": pinned or None,
         }
     )
-    data = DaemonClient().post("/api/memory/remember", body)
+    done = DaemonClient().remember(content, **fields)
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(done.model_dump_json(indent=2))
         return
-    verb = "already remembered" if data["deduped"] else "remembered"
-    typer.echo(f"{verb} {data['id']} ({data['type']})")
+    verb = "already remembered" if done.deduped else "remembered"
+    typer.echo(f"{verb} {done.id} ({done.type})")
 
 
 @app.command()
@@ -62,13 +60,12 @@ def recall(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Hybrid search over memories."""
-    body = _drop_none(
-        {"query": query, "limit": limit, "type": type, "tags": _tags(tags), "project": project, "who": who}
-    )
-    data = DaemonClient().post("/api/memory/recall", body)
+    fields = _drop_none({"limit": limit, "type": type, "tags": _tags(tags), "project": project, "who": who})
+    found = DaemonClient().recall(query, **fields)
     if as_json:
-        typer.echo(json.dumps(data, indent=2))
+        typer.echo(found.model_dump_json(indent=2))
         return
+    data = found.model_dump(mode="json")
     from rich.console import Console
     from rich.table import Table
 
@@ -100,26 +97,22 @@ def forget(
     if not sel:
         raise InvalidRequest("say what to forget: ids, --query, or a filter such as --type/--tags/--project")
     client = DaemonClient()
-    preview = client.post("/api/memory/forget", {**sel, "mode": "preview"})
-    if not preview["candidates"]:
+    preview = client.forget_preview(**sel)
+    if not preview.candidates:
         typer.echo("nothing matches")
         return
-    for c in preview["candidates"]:
-        typer.echo(f"  {c['id'][:8]}  {c['content'][:100]}")
+    for c in preview.candidates:
+        typer.echo(f"  {c.id[:8]}  {c.content[:100]}")
     if not reason:
-        raise InvalidRequest(f"{preview['count']} memories match; pass --reason to forget them")
-    if not yes and not typer.confirm(f"Forget {preview['count']} memories?"):
+        raise InvalidRequest(f"{preview.count} memories match; pass --reason to forget them")
+    if not yes and not typer.confirm(f"Forget {preview.count} memories?"):
         raise typer.Exit(1)
-    done = client.post(
-        "/api/memory/forget",
-        {**sel, "mode": "execute", "reason": reason, "force": force, "confirm_token": preview["confirm_token"]},
-    )
-    typer.echo(f"forgot {done['count']} memories" + (" (hard delete)" if force else " (recoverable)"))
+    done = client.forget(**sel, reason=reason, force=force, confirm_token=preview.confirm_token)
+    typer.echo(f"forgot {done.count} memories" + (" (hard delete)" if force else " (recoverable)"))
 
 
 @app.command()
 def history(memory_id: Annotated[str, typer.Argument()]) -> None:
     """Show the change history of a memory."""
-    data = DaemonClient().get(f"/api/memory/{memory_id}/history")
-    for e in data["events"]:
-        typer.echo(f"{e['created_at']}  {e['event']:<9} by {e['changed_by']}: {e['reason'] or ''}")
+    for e in DaemonClient().history(memory_id).events:
+        typer.echo(f"{e.created_at}  {e.event:<9} by {e.changed_by}: {e.reason or ''}")

@@ -21,7 +21,7 @@ def _echo_json(data: Any) -> None:
 @pipeline_app.command("status")
 def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
     """Queue depth, provider health, flags, and why the pipeline waits (if it does)."""
-    st = DaemonClient().get("/api/pipeline/status")
+    st = DaemonClient().get_json("/api/pipeline/status")
     if as_json:
         _echo_json(st)
         return
@@ -53,7 +53,7 @@ def jobs(
     params: dict[str, Any] = {"limit": limit}
     if status:
         params["status"] = status
-    data = DaemonClient().get("/api/pipeline/jobs", params=params)
+    data = DaemonClient().get_json("/api/pipeline/jobs", **params)
     if as_json:
         _echo_json(data)
         return
@@ -77,12 +77,12 @@ def requeue(
     body: dict[str, Any] = {"limit": limit}
     if job_id:
         body["job_id"] = job_id
-    data = DaemonClient().post("/api/repair/requeue-dead", body)
+    data = DaemonClient().post_json("/api/repair/requeue-dead", body)
     typer.echo(f"requeued {data['count']} dead job(s)")
 
 
 @pipeline_app.command("release-leases")
 def release_leases() -> None:
     """Release leases older than the lease timeout (a worker died mid-job)."""
-    data = DaemonClient().post("/api/repair/release-leases")
+    data = DaemonClient().post_json("/api/repair/release-leases")
     typer.echo(f"released {data['released']} stale lease(s)")

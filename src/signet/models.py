@@ -450,3 +450,24 @@ class EmbeddingExport(BaseModel):
 class ErrorResponse(BaseModel):
     error: str
     code: str
+
+
+class ListQuery(BaseModel):
+    """The query parameters of ``GET /api/memories``, declared once: the route reads them with
+    this model, the SDK builds its call with it, the MCP ``memory_list`` tool copies its fields.
+    Unknown parameters are a 422 (a misspelled filter must not widen the list)."""
+
+    model_config = ConfigDict(extra="forbid", populate_by_name=True)
+
+    limit: int = Field(50, ge=1, le=200)
+    offset: int = Field(0, ge=0, le=10_000_000)
+    type: MemoryType | None = None
+    project: str | None = Field(None, max_length=200)
+    who: str | None = Field(None, max_length=200)
+    tags: list[Annotated[str, Field(max_length=100)]] | None = Field(
+        None, max_length=20, alias="tag", description="All must match (repeat `tag` in the query)."
+    )
+    pinned: bool | None = None
+    since: UtcDatetime | None = None
+    until: UtcDatetime | None = None
+    include_deleted: bool = False

@@ -36,6 +36,7 @@ from signet.models import (
     ForgetRequest,
     ForgetResponse,
     HistoryResponse,
+    ListQuery,
     Memory,
     MemoryList,
     MemoryPatchFields,
@@ -51,7 +52,6 @@ from signet.models import (
 )
 from signet.sdk import AsyncSignetClient
 from signet.sdk._core import validation_message
-from signet.sdk._ops import ListQuery
 
 ClientFactory = Callable[[Context], AbstractAsyncContextManager[AsyncSignetClient]]
 Run = Callable[[AsyncSignetClient, dict[str, Any]], Awaitable[Any]]

@@ -28,9 +28,9 @@ from signet.errors import (
     Unauthorized,
     VersionConflict,
 )
+from signet.models import ListQuery
 from signet.sdk._client import AsyncSignetClient, SignetClient
 from signet.sdk._core import Call
-from signet.sdk._ops import ListQuery
 
 __all__ = [
     "AsyncSignetClient",

@@ -12,8 +12,6 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 from urllib.parse import quote
 
-from pydantic import BaseModel, ConfigDict, Field
-
 from signet.errors import InvalidRequest
 from signet.hooks.models import (
     CompactionCompleteRequest,
@@ -36,9 +34,9 @@ from signet.models import (
     ForgetResponse,
     HealthResponse,
     HistoryResponse,
+    ListQuery,
     Memory,
     MemoryList,
-    MemoryType,
     ModifyRequest,
     ModifyResponse,
     ModifyResult,
@@ -52,26 +50,8 @@ from signet.models import (
     RememberRequest,
     RememberResponse,
     StatusResponse,
-    UtcDatetime,
 )
 from signet.sdk._core import Call, body, build, parser, query
-
-
-class ListQuery(BaseModel):
-    """The query parameters of ``GET /api/memories`` (a test keeps them equal to the route's)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    limit: int = Field(50, ge=1, le=200)
-    offset: int = Field(0, ge=0, le=10_000_000)
-    type: MemoryType | None = None
-    project: str | None = Field(None, max_length=200)
-    who: str | None = Field(None, max_length=200)
-    tags: list[str] | None = Field(None, max_length=20, description="All must match.")
-    pinned: bool | None = None
-    since: UtcDatetime | None = None
-    until: UtcDatetime | None = None
-    include_deleted: bool = False
 
 
 def _id(memory_id: str) -> str:

@@ -18,6 +18,7 @@ from signet.models import (
     ForgetRequest,
     ForgetResponse,
     HistoryResponse,
+    ListQuery,
     Memory,
     MemoryList,
     MemoryType,
@@ -33,7 +34,6 @@ from signet.models import (
     RememberBatchResponse,
     RememberRequest,
     RememberResponse,
-    UtcDatetime,
 )
 from signet.store.filters import MemoryFilter
 
@@ -110,33 +110,20 @@ def similar(runtime: RuntimeDep, scope: ScopeDep, id: MemoryId, limit: Limit = 1
 
 
 @router.get("/api/memories", response_model=MemoryList)
-def list_memories(
-    runtime: RuntimeDep,
-    scope: ScopeDep,
-    limit: Limit = 50,
-    offset: Offset = 0,
-    type: MemoryType | None = None,
-    project: Annotated[str | None, Query(max_length=200)] = None,
-    who: Annotated[str | None, Query(max_length=200)] = None,
-    tag: Annotated[list[Annotated[str, Query(max_length=100)]] | None, Query(max_length=20)] = None,
-    pinned: bool | None = None,
-    since: UtcDatetime | None = None,
-    until: UtcDatetime | None = None,
-    include_deleted: bool = False,
-) -> MemoryList:
+def list_memories(runtime: RuntimeDep, scope: ScopeDep, q: Annotated[ListQuery, Query()]) -> MemoryList:
     """Memories, newest first, with pagination and filters."""
     flt = MemoryFilter(
-        type=type.value if type else None,
-        project=project,
-        who=who,
-        tags=tag,
-        pinned=pinned,
-        since=since,
-        until=until,
-        include_deleted=include_deleted,
+        type=q.type.value if q.type else None,
+        project=q.project,
+        who=q.who,
+        tags=q.tags,
+        pinned=q.pinned,
+        since=q.since,
+        until=q.until,
+        include_deleted=q.include_deleted,
         scope=scope,
     )
-    return runtime.service.list_memories(flt, limit=limit, offset=offset)
+    return runtime.service.list_memories(flt, limit=q.limit, offset=q.offset)
 
 
 @router.get("/api/memory/{memory_id}", response_model=Memory)

@@ -10,7 +10,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AfterValidator, AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, field_validator
+from pydantic.alias_generators import to_camel
 
 MAX_CONTENT_CHARS = 100_000
 MAX_QUERY_CHARS = 10_000
@@ -54,10 +55,22 @@ ShortText = Annotated[str, Field(max_length=200)]
 Importance = Annotated[float, Field(ge=0.0, le=1.0)]
 
 
-class StrictModel(BaseModel):
-    """Request bodies reject unknown fields, so a typo is an error, not a silent no-op."""
+def _snake_or_camel(name: str) -> AliasChoices:
+    return AliasChoices(name, to_camel(name))
 
-    model_config = ConfigDict(extra="forbid", str_max_length=MAX_CONTENT_CHARS)
+
+class StrictModel(BaseModel):
+    """Request bodies reject unknown fields, so a typo is an error, not a silent no-op.
+
+    The API speaks snake_case; every request field is also accepted in the camelCase the
+    TypeScript Signet and its harness plugins send (``confirmToken``, ``sessionId``,
+    ``agentId``). Answers are snake_case only."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        str_max_length=MAX_CONTENT_CHARS,
+        alias_generator=AliasGenerator(validation_alias=_snake_or_camel),
+    )
 
 
 _INVISIBLE = dict.fromkeys(map(ord, "\u200b\u200c\u200d\u2060\ufeff\u00ad\u180e"))
@@ -294,11 +307,11 @@ ModifyStatus = Literal["updated", "unchanged", "not_found", "forbidden", "versio
 class ModifyResult(BaseModel):
     id: str
     status: ModifyStatus
-    currentVersion: int | None = None
-    newVersion: int | None = None
-    contentChanged: bool = False
+    current_version: int | None = None
+    new_version: int | None = None
+    content_changed: bool = False
     embedded: bool = False
-    duplicateMemoryId: str | None = None
+    duplicate_memory_id: str | None = None
     error: str | None = None
 
 
@@ -361,15 +374,15 @@ class RecoverRequest(StrictModel):
 class RecoverResponse(BaseModel):
     id: str
     status: Literal["recovered"]
-    currentVersion: int
-    newVersion: int
+    current_version: int
+    new_version: int
 
 
 class DeleteResponse(BaseModel):
     id: str
     status: Literal["deleted"]
     hard_deleted: bool
-    newVersion: int | None
+    new_version: int | None
 
 
 # --- status -------------------------------------------------------------------------------

@@ -132,11 +132,11 @@ def test_modify_versions_history_and_reembed(api: TestClient, runtime: Runtime) 
     )
     assert r.status_code == 200, r.text
     res = r.json()["results"]
-    assert res[0]["status"] == "updated" and res[0]["newVersion"] == 2 and res[0]["contentChanged"]
+    assert res[0]["status"] == "updated" and res[0]["new_version"] == 2 and res[0]["content_changed"]
     assert res[0]["embedded"] is True
-    assert res[1]["status"] == "duplicate" and res[1]["duplicateMemoryId"] == mid
+    assert res[1]["status"] == "duplicate" and res[1]["duplicate_memory_id"] == mid
     assert res[2]["status"] == "not_found"
-    assert res[3]["status"] == "version_conflict" and res[3]["currentVersion"] == 1
+    assert res[3]["status"] == "version_conflict" and res[3]["current_version"] == 1
     # the new content is what vector search sees now
     top = recall(api, "how often does the wireless passphrase change")["results"][0]
     assert top["id"] == mid and "weekly" in top["content"]
@@ -144,9 +144,9 @@ def test_modify_versions_history_and_reembed(api: TestClient, runtime: Runtime) 
     r = api.patch(f"/api/memory/{mid}", json={"importance": 0.2, "reason": "x", "if_version": 1})
     assert r.status_code == 409 and r.json()["code"] == "version_conflict"
     r = api.patch(f"/api/memory/{mid}", json={"importance": 0.2, "reason": "less important", "if_version": 2})
-    assert r.status_code == 200 and r.json()["newVersion"] == 3
+    assert r.status_code == 200 and r.json()["new_version"] == 3
     r = api.patch(f"/api/memory/{other}", json={"content": "the office wifi password rotates weekly.", "reason": "dup"})
-    assert r.status_code == 409 and r.json()["code"] == "duplicate" and r.json()["duplicateMemoryId"] == mid
+    assert r.status_code == 409 and r.json()["code"] == "duplicate" and r.json()["duplicate_memory_id"] == mid
     assert api.patch("/api/memory/missing", json={"importance": 0.2, "reason": "x"}).status_code == 404
     hist = api.get(f"/api/memory/{mid}/history").json()["events"]
     assert [e["event"] for e in hist] == ["created", "modified", "modified"]
@@ -186,8 +186,8 @@ def test_forget_preview_execute_recover(api: TestClient, runtime: Runtime) -> No
     assert r.status_code == 200 and r.json() == {
         "id": ids[0],
         "status": "recovered",
-        "currentVersion": 2,
-        "newVersion": 3,
+        "current_version": 2,
+        "new_version": 3,
     }
     runtime.embeddings.wait_idle(60)
     assert recall(api, "temporary note number 0")["results"][0]["id"] == ids[0]
@@ -329,3 +329,20 @@ def test_dedupe_is_per_project_and_moves_keep_it(api: TestClient) -> None:
     assert c["deduped"] is False
     r = api.post(f"/api/memory/{b['id']}/recover", json={"reason": "undo"})
     assert r.status_code == 409 and c["id"] in r.text
+
+
+def test_camel_case_input_is_accepted_and_answers_are_snake_case(api: TestClient) -> None:
+    """One casing out (snake_case); the spec's camelCase names are accepted in."""
+    mid = remember(api, "the staging cluster runs on three nodes")["id"]
+    r = api.patch(
+        f"/api/memory/{mid}",
+        json={"content": "the staging cluster runs on five nodes", "reason": "grew", "ifVersion": 1},
+    )
+    assert r.status_code == 200, r.text
+    body = r.json()
+    assert body["current_version"] == 1 and body["new_version"] == 2 and body["content_changed"] is True
+    assert not [k for k in body if any(c.isupper() for c in k)]
+    stale = api.patch(f"/api/memory/{mid}", json={"content": "four nodes", "reason": "x", "if_version": 1})
+    assert stale.status_code == 409 and stale.json()["current_version"] == 2
+    typo = api.patch(f"/api/memory/{mid}", json={"content": "x", "reason": "x", "ifVersoin": 2})
+    assert typo.status_code == 422 and "ifVersoin" in typo.text

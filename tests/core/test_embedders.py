@@ -248,7 +248,7 @@ def test_modify_keeps_working_when_the_embedder_fails(
         assert batch.status_code == 200, batch.text
         results = [patched.json(), batch.json()["results"][0]]
         for res in results:
-            assert res["status"] == "updated" and res["contentChanged"] is True and res["embedded"] is False
+            assert res["status"] == "updated" and res["content_changed"] is True and res["embedded"] is False
         for mid in (one, two):
             assert mid not in rt.index  # no stale vector of the old text stays searchable
             assert rt.service.get(mid).embedding_model is None

@@ -130,7 +130,7 @@ def test_every_tool_and_errors_keep_the_server_serving(target: Any, mcp_daemon: 
                 if_version=1,
                 fields={"content": f"The {tag} deploy script lives in ops/ship.sh", "importance": 0.9},
             )
-            assert changed["status"] == "updated" and changed["newVersion"] == 2
+            assert changed["status"] == "updated" and changed["new_version"] == 2
             assert "[version_conflict]" in await fails(
                 c, "memory_modify", id=mid, reason="stale", if_version=1, fields={"pinned": True}
             )

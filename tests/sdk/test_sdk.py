@@ -59,7 +59,7 @@ def test_memory_methods(client: SignetClient) -> None:
     assert client.list(tags=[t], limit=1, offset=1).items[0].id in {m.id for m in listed.items}
 
     upd = client.modify(saved.id, reason="version bump", if_version=1, content=f"{t}: Postgres 17 everywhere")
-    assert upd.status == "updated" and upd.newVersion == 2
+    assert upd.status == "updated" and upd.new_version == 2
     many = client.modify_batch([{"id": saved.id, "importance": 0.9}, {"id": "missing", "pinned": True}], reason="tidy")
     assert [r.status for r in many.results] == ["updated", "not_found"] and many.updated == 1
 
@@ -115,7 +115,7 @@ def test_typed_errors(client: SignetClient) -> None:
     assert nf.value.status == 404 and "no-such-memory" in nf.value.message
     with pytest.raises(VersionConflict) as vc:
         client.modify(mid, reason="stale edit", if_version=7, pinned=True)
-    assert vc.value.details["currentVersion"] == 1
+    assert vc.value.details["current_version"] == 1
     with pytest.raises(NotDeleted):
         client.recover(mid, reason="not deleted")
     # server-side validation (a patch without any reason) and client-side validation

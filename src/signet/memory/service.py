@@ -573,9 +573,9 @@ class MemoryService:
             )
         if result.status == "version_conflict":
             raise VersionConflict(
-                f"memory '{memory_id}' is at version {result.currentVersion}, not {req.if_version}",
+                f"memory '{memory_id}' is at version {result.current_version}, not {req.if_version}",
                 id=memory_id,
-                currentVersion=result.currentVersion,
+                current_version=result.current_version,
             )
         if result.status == "forbidden":
             raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
@@ -584,7 +584,7 @@ class MemoryService:
                 "another memory already has this content",
                 code="duplicate",
                 id=memory_id,
-                duplicateMemoryId=result.duplicateMemoryId,
+                duplicate_memory_id=result.duplicate_memory_id,
             )
         return result
 
@@ -595,7 +595,7 @@ class MemoryService:
             scope.check_project(p.project)
         vector = self.embed_for_write(p.id, parse_content(p.content).content) if p.content is not None else None
         result = self.db.write(lambda conn: self._patch_in(conn, p, reason, changed_by, actor_type, scope, vector))
-        if result.contentChanged and not result.embedded:
+        if result.content_changed and not result.embedded:
             self.embeddings.notify()
         return result
 
@@ -620,13 +620,13 @@ class MemoryService:
             return ModifyResult(id=p.id, status="forbidden", error="the memory belongs to another agent")
         if row["is_deleted"]:
             return ModifyResult(
-                id=p.id, status="deleted", currentVersion=row["version"], error="memory is deleted; recover it first"
+                id=p.id, status="deleted", current_version=row["version"], error="memory is deleted; recover it first"
             )
         if p.if_version is not None and p.if_version != row["version"]:
             return ModifyResult(
                 id=p.id,
                 status="version_conflict",
-                currentVersion=row["version"],
+                current_version=row["version"],
                 error=f"expected version {p.if_version}, found {row['version']}",
             )
         sets: dict[str, Any] = {}
@@ -645,7 +645,7 @@ class MemoryService:
         if p.pinned is not None and int(p.pinned) != row["pinned"]:
             sets["pinned"] = int(p.pinned)
         if not sets:
-            return ModifyResult(id=p.id, status="unchanged", currentVersion=row["version"], newVersion=row["version"])
+            return ModifyResult(id=p.id, status="unchanged", current_version=row["version"], new_version=row["version"])
         if "content_hash" in sets or "project" in sets:
             # New text, or a move to another project: the target scope must not hold it already.
             dup = self._live_duplicate(
@@ -659,8 +659,8 @@ class MemoryService:
                 return ModifyResult(
                     id=p.id,
                     status="duplicate",
-                    currentVersion=row["version"],
-                    duplicateMemoryId=dup["id"],
+                    current_version=row["version"],
+                    duplicate_memory_id=dup["id"],
                     error="content duplicates another memory",
                 )
         new_version = int(row["version"]) + 1
@@ -720,9 +720,9 @@ class MemoryService:
         return ModifyResult(
             id=p.id,
             status="updated",
-            currentVersion=row["version"],
-            newVersion=new_version,
-            contentChanged=content_changed,
+            current_version=row["version"],
+            new_version=new_version,
+            content_changed=content_changed,
             embedded=embedded,
         )
 
@@ -876,13 +876,13 @@ class MemoryService:
                 raise VersionConflict(
                     f"memory '{memory_id}' is at version {row['version']}, not {if_version}",
                     id=memory_id,
-                    currentVersion=row["version"],
+                    current_version=row["version"],
                 )
             return self._delete_in_tx(conn, memory_id, reason, changed_by, actor_type, force, row)
 
         new_version = self.db.write(write)
         return DeleteResponse(
-            id=memory_id, status="deleted", hard_deleted=force, newVersion=None if force else new_version
+            id=memory_id, status="deleted", hard_deleted=force, new_version=None if force else new_version
         )
 
     def _delete_in_tx(
@@ -961,7 +961,7 @@ class MemoryService:
             if not scope.writable().allows(row):
                 raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
             if not row["is_deleted"]:
-                raise NotDeleted(f"memory '{memory_id}' is not deleted", id=memory_id, currentVersion=row["version"])
+                raise NotDeleted(f"memory '{memory_id}' is not deleted", id=memory_id, current_version=row["version"])
             deleted_at = datetime.fromisoformat(row["deleted_at"]) if row["deleted_at"] else None
             if deleted_at is not None and datetime.now(UTC) - deleted_at > window:
                 raise RetentionExpired(
@@ -973,7 +973,7 @@ class MemoryService:
                 raise VersionConflict(
                     f"memory '{memory_id}' is at version {row['version']}, not {req.if_version}",
                     id=memory_id,
-                    currentVersion=row["version"],
+                    current_version=row["version"],
                 )
             dup = self._live_duplicate(conn, row["content_hash"], row["agent_id"], row["project"])
             if dup is not None:
@@ -981,7 +981,7 @@ class MemoryService:
                     "a live memory already has this content",
                     code="duplicate",
                     id=memory_id,
-                    duplicateMemoryId=dup["id"],
+                    duplicate_memory_id=dup["id"],
                 )
             new_version = int(row["version"]) + 1
             ts = now_iso()
@@ -1003,7 +1003,7 @@ class MemoryService:
             )
             self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"], row["created_at"])
             return RecoverResponse(
-                id=memory_id, status="recovered", currentVersion=int(row["version"]), newVersion=new_version
+                id=memory_id, status="recovered", current_version=int(row["version"]), new_version=new_version
             )
 
         result = self.db.write(write)

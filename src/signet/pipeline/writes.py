@@ -297,7 +297,7 @@ class Writer:
                 )
                 if res.status != "updated":
                     raise SignetError(f"modify returned {res.status}: {res.error or ''}")
-                return bool(res.contentChanged and not res.embedded)
+                return bool(res.content_changed and not res.embedded)
             if svc.delete_in(conn, target, reason=reason, changed_by=ACTOR, actor_type="daemon", note=note) is None:
                 raise SignetError("the target memory no longer exists")
             return False

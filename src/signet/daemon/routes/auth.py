@@ -25,7 +25,7 @@ class TokenRequest(StrictModel):
     project: Name | None = None
     agent: Name | None = None
     user: Name | None = None
-    ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86_400, alias="ttlSeconds")
+    ttl_seconds: int | None = Field(None, ge=1, le=10 * 365 * 86_400)
 
 
 class TokenResponse(BaseModel):

@@ -56,7 +56,7 @@ class ReliabilityOptions:
     memories: int = 20_000
     minutes: float = 30.0
     warmup_minutes: float = 3.0
-    settle_s: float = 60.0
+    settle_s: float = 90.0
     sample_s: float = 30.0
     idle_connections: int = 1000
     clients: int = 4
@@ -292,6 +292,7 @@ def soak(d: Daemon, data: Conversations, opts: ReliabilityOptions, progress: Pro
         "load": stats.summary(),
         "rss_mb_after_warmup": after_warmup["rss_mb"],
         "rss_mb_peak": max(s["rss_mb"] for s in samples),
+        "rss_mb_load_end": samples[-1]["rss_mb"],
         "rss_mb_end": settled["rss_mb"],
         "rss_end_over_warmup": round(settled["rss_mb"] / after_warmup["rss_mb"], 3),
         "vectors_after_warmup": after_warmup["vectors"],
@@ -528,7 +529,10 @@ def table(report: dict[str, Any]) -> Any:
         ("5xx", load_["server_errors_5xx"]),
         ("client errors (no answer)", sum(load_["client_errors"].values())),
         ("recall p50 / p95 ms", f"{load_['recall_ms'].get('p50', '-')} / {load_['recall_ms'].get('p95', '-')}"),
-        ("RSS after warm-up / peak / end MB", f"{s['rss_mb_after_warmup']} / {s['rss_mb_peak']} / {s['rss_mb_end']}"),
+        (
+            "RSS after warm-up / peak / load end / idle MB",
+            f"{s['rss_mb_after_warmup']} / {s['rss_mb_peak']} / {s.get('rss_mb_load_end', '-')} / {s['rss_mb_end']}",
+        ),
         ("RSS end ÷ after warm-up", s["rss_end_over_warmup"]),
         ("memories with vectors after warm-up / end", f"{s['vectors_after_warmup']} / {s['vectors_end']}"),
         ("keyword index rebuilds", s["keyword_index"]["rebuilds"]),

@@ -155,7 +155,7 @@ def reliability_cmd(
     warmup: Annotated[float, typer.Option(min=0.0, help="Minutes of load before RSS is first read.")] = 3.0,
     settle: Annotated[
         float, typer.Option(min=0.0, help="Seconds idle after the load before RSS is read again.")
-    ] = 60.0,
+    ] = 90.0,
     idle_connections: Annotated[int, typer.Option(min=0, max=20_000, help="Idle sockets held during the soak.")] = 1000,
     clients: Annotated[int, typer.Option(min=1, max=64, help="Concurrent clients of real traffic.")] = 4,
     kills: Annotated[int, typer.Option(min=1, help="SIGKILLs mid-write.")] = 10,

@@ -13,6 +13,7 @@ from signet import __version__
 from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, CatchAll, install_error_handlers
 from signet.daemon.hotpath import HotPath
+from signet.daemon.idle import IdleTrim
 from signet.daemon.workspace_guard import WorkspaceGuard
 from signet.mcp.http import mount_mcp
 from signet.runtime import Runtime
@@ -47,11 +48,13 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     async def lifespan(a: FastAPI) -> AsyncIterator[None]:
         if manage_runtime:
             rt.start()
+            a.state.idle.start()
         try:
             async with a.state.mcp.lifespan():  # the /mcp session manager (signet.mcp.http)
                 yield
         finally:
             if manage_runtime:
+                a.state.idle.stop()
                 rt.stop()
 
     app = FastAPI(
@@ -73,7 +76,9 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing
-    app.state.responses = {"2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0}
+    app.state.responses = {"2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, "work": 0}
+    responses = app.state.responses
+    app.state.idle = IdleTrim(lambda: responses["work"])  # memory back to the system when idle
     app.add_middleware(
         CatchAll, responses=app.state.responses
     )  # outermost: an unexpected error is a JSON 500 on a connection that stays open

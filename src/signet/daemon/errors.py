@@ -129,6 +129,9 @@ class _TooLarge(Exception):
     pass
 
 
+QUIET_PATHS = ("/health", "/metrics")
+
+
 class CatchAll:
     """The last word on an unexpected error: a JSON 500 on a connection that stays open.
 
@@ -140,7 +143,9 @@ class CatchAll:
     def __init__(self, app: ASGIApp, responses: dict[str, int] | None = None) -> None:
         self.app = app
         self.responses = responses if responses is not None else {}
-        """Responses sent since start, by status class (``app.state.responses``, ``/metrics``)."""
+        """Responses sent since start, by status class (``app.state.responses``, ``/metrics``),
+        and under ``"work"`` those of every route but ``/health`` and ``/metrics`` (what tells
+        the daemon it is busy: a monitor polling it is not work, signet.daemon.idle)."""
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -155,6 +160,8 @@ class CatchAll:
                 started = True
                 klass = f"{int(message['status']) // 100}xx"
                 responses[klass] = responses.get(klass, 0) + 1
+                if scope.get("path") not in QUIET_PATHS:
+                    responses["work"] = responses.get("work", 0) + 1
             await send(message)
 
         try:

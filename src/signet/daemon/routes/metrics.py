@@ -17,6 +17,7 @@ from prometheus_client.registry import Collector
 
 from signet.daemon.connections import GuardedProtocol
 from signet.daemon.deps import RuntimeDep
+from signet.daemon.idle import IdleTrim
 from signet.runtime import Runtime
 
 router = APIRouter(tags=["status"])
@@ -27,9 +28,10 @@ CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 class SignetCollector(Collector):
     """Every Signet figure, read at scrape time."""
 
-    def __init__(self, runtime: Runtime, responses: dict[str, int]) -> None:
+    def __init__(self, runtime: Runtime, responses: dict[str, int], idle: IdleTrim) -> None:
         self.runtime = runtime
         self.responses = responses
+        self.idle = idle
 
     def collect(self) -> Iterator[Metric]:
         c = GuardedProtocol.counts
@@ -45,8 +47,11 @@ class SignetCollector(Collector):
         yield GaugeMetricFamily("signet_connections_open", "client connections open now", value=c.open)
         http = CounterMetricFamily("signet_http_responses", "responses sent, by status class", labels=["class"])
         for klass, n in sorted(self.responses.items()):
-            http.add_metric([klass], n)
+            if klass != "work":
+                http.add_metric([klass], n)
         yield http
+        yield CounterMetricFamily("signet_idle_trims", "times idle memory was given back", value=self.idle.trims)
+        yield CounterMetricFamily("signet_idle_trimmed_megabytes", "RSS given back when idle", value=self.idle.freed_mb)
 
         mirror = self.runtime.keywords
         if mirror is not None:
@@ -87,6 +92,6 @@ def metrics(request: Request, runtime: RuntimeDep) -> Response:
     index (rebuilds, answered, fallbacks by reason), vectors, and the process (RSS, CPU, open
     files) as Prometheus reads them."""
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SignetCollector(runtime, request.app.state.responses))
+    registry.register(SignetCollector(runtime, request.app.state.responses, request.app.state.idle))
     registry.register(ProcessCollector(registry=None))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE)

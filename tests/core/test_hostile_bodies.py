@@ -128,11 +128,14 @@ def test_unknown_fields_are_refused_on_write_and_admin_routes(
 
     ids = dead_jobs(50)
     # A misspelled filter used to be ignored, and all 50 jobs came back instead of one.
-    resp = local.post("/api/repair/requeue-dead", json={"jobId": ids[0]})
-    assert resp.status_code == 422 and "jobId" in _json_error(resp)["error"], resp.text
+    resp = local.post("/api/repair/requeue-dead", json={"job_ids": ids[0]})
+    assert resp.status_code == 422 and "job_ids" in _json_error(resp)["error"], resp.text
     assert dead() == 50
     resp = local.post("/api/repair/requeue-dead", json={"job_id": ids[0]})
     assert resp.status_code == 200 and resp.json()["requeued"] == [ids[0]] and dead() == 49
+    # The spec's camelCase spelling is the same field, not an unknown one.
+    resp = local.post("/api/repair/requeue-dead", json={"jobId": ids[1]})
+    assert resp.status_code == 200 and resp.json()["requeued"] == [ids[1]] and dead() == 48
     for path, body in (
         ("/api/memory/remember", {"content": "x", "projcet": "p"}),
         ("/api/memory/recall", {"query": "x", "limt": 3}),

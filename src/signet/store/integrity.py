@@ -156,19 +156,33 @@ def _copy_table(conn: Connection, table: str) -> tuple[int, int]:
     copied = skipped = 0
     # Row by row: a range scan over a damaged page can end early without an error (measured:
     # a scribbled leaf made "rowid BETWEEN 1 AND 500" return nothing), a seek per row cannot.
+    sql = f'INSERT OR IGNORE INTO main."{table}" ({common}) SELECT {common} FROM old."{table}" WHERE rowid = ?'
     for start in range(1, hi + 1, BATCH):
+        rowids = range(start, min(start + BATCH, hi + 1))
         conn.execute("BEGIN IMMEDIATE")
-        for rowid in range(start, min(start + BATCH, hi + 1)):
+        batch_copied = batch_skipped = 0
+        for rowid in rowids:
             try:
-                cur = conn.execute(
-                    f'INSERT OR IGNORE INTO main."{table}" ({common}) SELECT {common} '
-                    f'FROM old."{table}" WHERE rowid = ?',
-                    (rowid,),
-                )
-                copied += max(cur.rowcount, 0)
+                batch_copied += max(conn.execute(sql, (rowid,)).rowcount, 0)
             except sqlite3.DatabaseError:
-                skipped += 1
-        conn.execute("COMMIT")
+                batch_skipped += 1
+        try:
+            conn.execute("COMMIT")
+        except sqlite3.DatabaseError:
+            # The damaged file's error can surface at COMMIT of a batch that read it: redo the
+            # batch one row per transaction, so only the unreadable rows are lost.
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            batch_copied = batch_skipped = 0
+            for rowid in rowids:
+                try:
+                    batch_copied += max(conn.execute(sql, (rowid,)).rowcount, 0)
+                except sqlite3.DatabaseError:
+                    if conn.in_transaction:
+                        conn.execute("ROLLBACK")
+                    batch_skipped += 1
+        copied += batch_copied
+        skipped += batch_skipped
     return copied, skipped
 
 

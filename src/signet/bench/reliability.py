@@ -38,15 +38,11 @@ import httpx
 
 from signet.bench.conversations import Conversations, load, vectors_for
 from signet.bench.corpus import Sample
-from signet.bench.latency import Daemon, Timing, embed_bulk, machine, run_daemon, seed_workspace
+from signet.bench.latency import Daemon, Timing, _noop, embed_bulk, machine, run_daemon, seed_workspace
 from signet.daemon.connections import raise_fd_limit
 from signet.workspace import Workspace
 
 Progress = Callable[[str, int, int], None]
-
-
-def _noop(_: str, __: int, ___: int) -> None:
-    return None
 
 
 @dataclass

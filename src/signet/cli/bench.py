@@ -32,6 +32,18 @@ def _print(report: dict[str, Any], as_json: bool) -> None:
             typer.echo(f"{key}: {value}")
 
 
+def _emit(report: dict[str, Any], out: Path | None, as_json: bool, table: Callable[[dict[str, Any]], Any]) -> None:
+    """Write the report to ``out``, then print it as JSON or as the benchmark's Rich table."""
+    from rich.console import Console
+
+    if out is not None:
+        out.write_text(json.dumps(report, indent=2) + "\n")
+    if as_json:
+        typer.echo(json.dumps(report, indent=2))
+    else:
+        Console().print(table(report))
+
+
 @contextmanager
 def _bars() -> Iterator[Callable[[str, int, int], None]]:
     """A Rich progress display on stderr, driven by the benchmarks' ``progress(task, done, total)``."""
@@ -122,7 +134,6 @@ def latency_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Latency over HTTP: recall p50/p95/p99 and remember/s vs raw FTS5 and numpy baselines."""
-    from rich.console import Console
 
     from signet.bench import latency
 
@@ -136,12 +147,7 @@ def latency_cmd(
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
     with _bars() as progress:
         report = latency.run(opts, progress)
-    if out is not None:
-        out.write_text(json.dumps(report, indent=2) + "\n")
-    if as_json:
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        Console().print(latency.table(report))
+    _emit(report, out, as_json, latency.table)
 
 
 @bench_app.command("reliability")
@@ -166,7 +172,6 @@ def reliability_cmd(
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Soak (RSS, keyword index, idle connections), kills mid-write and schemathesis, on real turns."""
-    from rich.console import Console
 
     from signet.bench import reliability
 
@@ -192,12 +197,7 @@ def reliability_cmd(
         opts.sample_s, opts.idle_connections, opts.kills, opts.fuzz_examples = 5.0, min(idle_connections, 200), 2, 2
     with _bars() as progress:
         report = reliability.run(opts, progress)
-    if out is not None:
-        out.write_text(json.dumps(report, indent=2) + "\n")
-    if as_json:
-        typer.echo(json.dumps(report, indent=2))
-    else:
-        Console().print(reliability.table(report))
+    _emit(report, out, as_json, reliability.table)
 
 
 @bench_app.command("embed")

@@ -95,11 +95,12 @@ def keyword_ab(root: Path, questions: list[str]) -> dict[str, Any]:
 
 SERVE = """
 import sys, uvicorn
+from pathlib import Path
 from signet.daemon.app import create_app
 from signet.daemon.hotpath import HotPath
 from signet.runtime import Runtime
 from signet.workspace import Workspace
-rt = Runtime(Workspace(sys.argv[1]))
+rt = Runtime(Workspace(Path(sys.argv[1])))
 app = create_app(rt)
 if sys.argv[3] == "off":
     app.user_middleware = [m for m in app.user_middleware if m.cls is not HotPath]
@@ -109,13 +110,14 @@ uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[2]), log_config=None, acces
 
 def _daemon(root: Path, hot: str) -> tuple[subprocess.Popen[bytes], str]:
     port = _free_port()
-    proc = subprocess.Popen(
-        [sys.executable, "-c", SERVE, str(root), str(port), hot], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
-    )
+    log = (root.parent / "daemon.log").open("wb")
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, str(root), str(port), hot], stdout=log, stderr=log)
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 900
     with httpx.Client(base_url=url, timeout=5) as c:
         while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise SystemExit(f"daemon exited {proc.returncode}: {(root.parent / 'daemon.log').read_text()[-2000:]}")
             try:
                 st = c.get("/api/status").json()
                 emb, kw = st["embedding"], st.get("keyword_index", {}).get("state")

@@ -100,7 +100,6 @@ class AuthMiddleware:
             except BodyTooDeep as exc:
                 raise InvalidRequest(str(exc)) from None
             data = None if decoded is NOT_JSON else decoded
-            scope.setdefault("state", {})["json_body"] = (body, decoded)  # decoded once: the hot path reuses it
         query = parse_qs(scope.get("query_string", b"").decode("latin-1"))
 
         if claims is not None:

@@ -12,7 +12,6 @@ from starlette.routing import BaseRoute, Route
 from signet import __version__
 from signet.auth.install import install_auth
 from signet.daemon.errors import BodySizeLimit, CatchAll, install_error_handlers
-from signet.daemon.hotpath import HotPath
 from signet.daemon.idle import IdleTrim
 from signet.daemon.workspace_guard import WorkspaceGuard
 from signet.mcp.http import mount_mcp
@@ -72,7 +71,6 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     document_errors(app)
     app.state.mcp = mount_mcp(app, rt)
-    app.add_middleware(HotPath)  # inside auth: valid remembers and recalls skip the router (signet.daemon.hotpath)
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing

@@ -58,7 +58,11 @@ class EmbeddingSettings(Section):
     def _registered(cls, name: str) -> str:
         return plugins.check_provider("embedding", name)  # a plugin's embedder is as valid as a built-in
 
-    model: str = "all-MiniLM-L6-v2"
+    model: str = Field(
+        "all-MiniLM-L6-v2-int8",
+        description="for local: all-MiniLM-L6-v2-int8 (default install), all-MiniLM-L6-v2 (the torch extra) "
+        "or a sentence-transformers directory",
+    )
     dimensions: int | None = Field(None, gt=0, le=16384)
     base_url: str | None = None
     api_key: str | None = None
@@ -75,6 +79,16 @@ class EmbeddingSettings(Section):
         "auto",
         description="local model runtime: onnx (ONNX Runtime export of the bundled model), torch, or auto",
     )
+
+    @model_validator(mode="after")
+    def _int8_runs_on_onnx(self) -> EmbeddingSettings:
+        # Said at load, in one line, instead of a daemon whose embedder is "unavailable".
+        if self.provider == "local" and self.model == "all-MiniLM-L6-v2-int8" and self.backend == "torch":
+            raise ValueError(
+                "embedding.model 'all-MiniLM-L6-v2-int8' runs on ONNX Runtime only: set embedding.backend "
+                "to auto or onnx, or embedding.model to all-MiniLM-L6-v2 (the torch extra) for torch"
+            )
+        return self
 
 
 class SearchSettings(Section):

@@ -48,14 +48,14 @@ def model_dir() -> Path:
 
 @pytest.fixture(scope="module")
 def onnx_emb() -> LocalEmbedder:
-    emb = LocalEmbedder(backend="onnx", batch_size=3)  # batches smaller than the inputs
+    emb = LocalEmbedder(model=BUNDLED_MODEL, backend="onnx", batch_size=3)  # batches smaller than the inputs
     emb.load()
     return emb
 
 
 @pytest.fixture(scope="module")
 def torch_emb() -> LocalEmbedder:
-    emb = LocalEmbedder(backend="torch")
+    emb = LocalEmbedder(model=BUNDLED_MODEL, backend="torch")
     emb.load()
     return emb
 
@@ -84,8 +84,8 @@ def test_cached_load_does_not_import_torch(onnx_emb: LocalEmbedder, model_cache:
     before = path.stat().st_mtime_ns
     code = (
         "import json, sys\n"
-        "from signet.embedding.local import LocalEmbedder\n"
-        "e = LocalEmbedder()\n"
+        "from signet.embedding.local import BUNDLED_MODEL, LocalEmbedder\n"
+        "e = LocalEmbedder(model=BUNDLED_MODEL)\n"
         "e.load()\n"
         f"v = e.embed({TEXTS[:4]!r})\n"
         "heavy = [m for m in ('torch', 'transformers', 'sentence_transformers') if m in sys.modules]\n"
@@ -143,7 +143,7 @@ def test_an_export_that_fails_verification_is_not_published(
     monkeypatch.setenv("SIGNET_MODEL_CACHE", str(tmp_path))
     monkeypatch.setattr(onnx_model, "VERIFY_TOLERANCE", -1.0)
     with caplog.at_level(logging.WARNING, logger="signet.embedding.local"):
-        emb = LocalEmbedder()
+        emb = LocalEmbedder(model=BUNDLED_MODEL)
         emb.load()
     assert emb.backend_in_use == "torch"
     assert "using torch, not ONNX Runtime" in caplog.text and "max abs difference" in caplog.text
@@ -151,7 +151,7 @@ def test_an_export_that_fails_verification_is_not_published(
     assert not path.exists() and path.with_suffix(".rejected").is_file()
     assert not list(tmp_path.glob("*.tmp"))
     with pytest.raises(EmbeddingError, match="rejected earlier"):
-        LocalEmbedder(backend="onnx").load()
+        LocalEmbedder(model=BUNDLED_MODEL, backend="onnx").load()
 
 
 def test_onnx_backend_without_onnxruntime_says_what_to_install(
@@ -159,9 +159,9 @@ def test_onnx_backend_without_onnxruntime_says_what_to_install(
 ) -> None:
     monkeypatch.setitem(sys.modules, "onnxruntime", None)  # import onnxruntime -> ImportError
     with pytest.raises(EmbeddingError, match=r"needs onnxruntime and tokenizers .*pip install onnxruntime"):
-        LocalEmbedder(backend="onnx").load()
+        LocalEmbedder(model=BUNDLED_MODEL, backend="onnx").load()
     with caplog.at_level(logging.WARNING, logger="signet.embedding.local"):
-        auto = LocalEmbedder()
+        auto = LocalEmbedder(model=BUNDLED_MODEL)
         auto.load()
     assert auto.backend_in_use == "torch" and "pip install onnxruntime" in caplog.text
     assert np.abs(auto.embed(["still works"]) - torch_emb.embed(["still works"])).max() < 1e-6
@@ -182,7 +182,7 @@ def test_status_reports_the_backend(
     onnx_emb: LocalEmbedder, torch_emb: LocalEmbedder, make_workspace: Callable[..., Workspace], backend: str
 ) -> None:
     ws = make_workspace()
-    write_config(ws, embedding={"backend": backend})
+    write_config(ws, embedding={"backend": backend, "model": BUNDLED_MODEL})
     rt = start_runtime(ws)
     try:
         st = rt.service.status(str(ws.root), str(rt.db_path))
@@ -199,9 +199,9 @@ def test_an_unwritable_cache_falls_back_to_torch(
     blocker.write_text("not a directory")
     monkeypatch.setenv("SIGNET_MODEL_CACHE", str(blocker / "models"))
     with pytest.raises(EmbeddingError, match=r"ONNX export into .* failed"):
-        LocalEmbedder(backend="onnx").load()
+        LocalEmbedder(model=BUNDLED_MODEL, backend="onnx").load()
     with caplog.at_level(logging.WARNING, logger="signet.embedding.local"):
-        emb = LocalEmbedder()
+        emb = LocalEmbedder(model=BUNDLED_MODEL)
         emb.load()
     assert emb.backend_in_use == "torch" and "ONNX export into" in caplog.text and "NotADirectoryError" in caplog.text
 

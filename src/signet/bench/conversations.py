@@ -79,7 +79,9 @@ def load(
 def vectors_for(turns: list[str], cache_dir: Path | None, embed: Callable[[list[str]], np.ndarray]) -> np.ndarray:
     """``embed(turns)``, kept in ``cache_dir`` under a digest of the texts (embedding 50k real
     turns takes minutes; the vectors of the same texts never change)."""
-    key = hashlib.sha256("\n".join(turns).encode()).hexdigest()[:16]
+    from signet.embedding.local import DEFAULT_MODEL  # the model embed_bulk and new workspaces use
+
+    key = hashlib.sha256(f"{DEFAULT_MODEL}\n".encode() + "\n".join(turns).encode()).hexdigest()[:16]
     path = cache_dir / f"turns-{len(turns)}-{key}.npy" if cache_dir else None
     if path is not None and path.exists():
         cached: np.ndarray = np.load(path)

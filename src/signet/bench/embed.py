@@ -1,6 +1,7 @@
-"""``signet bench embed``: the bundled model's query latency and batch throughput per backend.
+"""``signet bench embed``: the bundled model's query latency and batch throughput per variant.
 
-For each backend (``torch``, ``onnx``), on the synthetic corpus's questions and memories
+For each variant (:data:`VARIANTS`: the full-precision model on ``torch`` or its ``onnx``
+export, and the default ``int8`` ONNX model), on the synthetic corpus's questions and memories
 (:mod:`signet.bench.corpus`, seed 7): the time to load the model in this process, single-text
 embedding latency over ``queries`` distinct questions (what a recall pays), and throughput
 embedding ``docs`` memories in batches of ``batch`` (what the background embedder does).
@@ -24,6 +25,13 @@ from signet.embedding.base import Vectors
 
 if TYPE_CHECKING:
     from signet.embedding.local import Backend
+
+VARIANTS: dict[str, tuple[str, Backend]] = {
+    "torch": ("all-MiniLM-L6-v2", "torch"),
+    "onnx": ("all-MiniLM-L6-v2", "onnx"),
+    "int8": ("all-MiniLM-L6-v2-int8", "onnx"),
+}
+"""Variant name -> (embedding.model, embedding.backend)."""
 
 EmbedFn = Callable[[list[str]], Vectors]
 
@@ -100,7 +108,7 @@ def compare(
 
 
 def run(
-    backends: list[Backend],
+    backends: list[str],
     *,
     threads: int = 1,
     queries: int = 100,
@@ -109,12 +117,13 @@ def run(
     rounds: int = 3,
     progress: Callable[[str, int, int], None] | None = None,
 ) -> dict[str, Any]:
-    """``signet bench embed``: the bundled model on each of ``backends``, ``threads`` CPU threads."""
+    """``signet bench embed``: each of ``backends`` (names of :data:`VARIANTS`), ``threads`` CPU threads."""
     from signet.embedding.local import LocalEmbedder
 
-    def loader(backend: Backend) -> Callable[[], EmbedFn]:
+    def loader(variant: str) -> Callable[[], EmbedFn]:
         def load() -> EmbedFn:
-            emb = LocalEmbedder(backend=backend, threads=threads, batch_size=batch)
+            model, backend = VARIANTS[variant]
+            emb = LocalEmbedder(model=model, backend=backend, threads=threads, batch_size=batch)
             emb.load()
             return emb.embed
 

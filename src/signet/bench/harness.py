@@ -27,8 +27,9 @@ def no_progress(task: str, done: int, total: int) -> None:
 
 
 @contextmanager
-def bench_runtime(embedding: str = "local", root: Path | None = None) -> Iterator[Runtime]:
-    """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given)."""
+def bench_runtime(embedding: str = "local", root: Path | None = None, model: str | None = None) -> Iterator[Runtime]:
+    """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given); ``model``
+    replaces the provider's default embedding model (to compare models on the same data)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
         ws = Workspace(root if root is not None else Path(tmp) / "ws")
@@ -36,6 +37,8 @@ def bench_runtime(embedding: str = "local", root: Path | None = None) -> Iterato
         # Retrieval benchmarks measure the memory core: no LLM extraction of the bench corpus.
         data = yaml.safe_load(ws.config_path.read_text()) or {}
         data.setdefault("memory", {}).setdefault("pipelineV2", {})["enabled"] = False
+        if model is not None:
+            data.setdefault("embedding", {})["model"] = model
         ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
         rt = Runtime(ws).start()
         try:

@@ -96,7 +96,10 @@ def _noop(_: str, __: int, ___: int) -> None:
 
 
 def _model_key() -> str:
-    return "local-all-MiniLM-L6-v2"
+    """The cached vectors' model: the one :func:`embed_bulk` and a new workspace use."""
+    from signet.embedding.local import DEFAULT_MODEL
+
+    return f"local-{DEFAULT_MODEL}"
 
 
 def _cache_file(cache_dir: Path, seed: int, n: int) -> Path:

@@ -206,10 +206,11 @@ def run(
     path: Path,
     *,
     embedding: str = "local",
+    model: str | None = None,
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
     progress: Progress = no_progress,
 ) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
-    with bench_runtime(embedding) as rt:
+    with bench_runtime(embedding, model=model) as rt:
         return evaluate(conversations, rt, progress=progress)

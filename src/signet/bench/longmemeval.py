@@ -10,6 +10,7 @@ hand one question's memory to another's project. Re-stored text reuses its store
 
 from __future__ import annotations
 
+import gzip
 import json
 import time
 from datetime import UTC, datetime
@@ -145,20 +146,29 @@ def evaluate(
     }
 
 
+def read_text(path: Path) -> str:
+    """The file's text, gunzipped when it is gzip (the dev split ships as ``.json.gz``)."""
+    raw = path.read_bytes()
+    if raw[:2] == b"\x1f\x8b":
+        raw = gzip.decompress(raw)
+    return raw.decode("utf-8")
+
+
 def run(
     path: Path,
     *,
     embedding: str = "local",
+    model: str | None = None,
     limit: int | None = None,
     out: Path | None = None,
     progress: Progress = no_progress,
 ) -> dict[str, Any]:
     """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
-    items = json.loads(path.read_text())
+    items = json.loads(read_text(path))
     if not isinstance(items, list):
         raise ValueError("a LongMemEval file is a JSON list of questions")
     rankings: list[dict[str, Any]] = []
-    with bench_runtime(embedding) as rt:
+    with bench_runtime(embedding, model=model) as rt:
         report = evaluate(items[:limit], rt, progress=progress, rankings=rankings)
     if out is not None:
         write_rankings(out, rankings)

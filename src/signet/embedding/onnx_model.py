@@ -59,7 +59,7 @@ VERIFY_TEXTS = (
 )
 
 INSTALL_HINT = "pip install onnxruntime tokenizers (both are in 'signet-memory[local]')"
-EXPORT_HINT = "pip install torch==2.13.0 && pip install 'signet-memory[local]'"
+EXPORT_HINT = "pip install torch==2.13.0 && pip install 'signet-memory[local,torch]'"
 
 # The files whose change must invalidate an export (weights, architecture, tokenizer, pooling).
 _FINGERPRINTED = (
@@ -178,6 +178,11 @@ class OnnxModel:
         self.tokenizer = tokenizer
         self.path = path
         self._inputs = {i.name for i in session.get_inputs()}
+        outputs = [o.name for o in session.get_outputs()]
+        # Our own exports end in "embedding" (pooled and normalised inside the graph); a
+        # prebuilt transformer graph ends in "last_hidden_state", mean-pooled here.
+        self._output = "embedding" if "embedding" in outputs else outputs[0]
+        self._pool = self._output != "embedding"
         dims = session.get_outputs()[0].shape[-1]
         self.dimensions: int = dims if isinstance(dims, int) else int(self._run(["dimensions"]).shape[1])
 
@@ -229,16 +234,19 @@ class OnnxModel:
     def _run(self, texts: list[str]) -> Vectors:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
-        feed = {
-            "input_ids": ids,
-            "attention_mask": np.array([e.attention_mask for e in encodings], dtype=np.int64),
-            "token_type_ids": np.zeros_like(ids),
-        }
+        mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
-            (out,) = self.session.run(["embedding"], {k: v for k, v in feed.items() if k in self._inputs})
+            (out,) = self.session.run([self._output], {k: v for k, v in feed.items() if k in self._inputs})
         except _runtime_errors() as exc:
             raise EmbeddingError(f"local embedding failed (onnxruntime): {type(exc).__name__}: {exc}") from exc
-        return np.asarray(out, dtype=np.float32)
+        hidden = np.asarray(out, dtype=np.float32)
+        if not self._pool:
+            return hidden
+        # Mean over the real tokens, as sentence-transformers' pooling does (padding excluded).
+        weights = mask[..., None].astype(np.float32)
+        pooled: Vectors = (hidden * weights).sum(axis=1) / np.maximum(weights.sum(axis=1), 1e-9)
+        return pooled
 
 
 def load(model_name: str, model_dir: Path, threads: int) -> OnnxModel:

@@ -1,4 +1,4 @@
-"""Measure the MCP server: ``python -m signet.mcp.startup [COMMAND…] [--runs N] [--latency URL]``.
+"""Measure the MCP server: ``python -m signet.bench.mcp [COMMAND…] [--runs N] [--latency URL]``.
 
 Start-up (default): each run spawns the stdio server the way a harness does and times
 spawn → ``initialize`` → ``tools/list`` with the official client. The command defaults to

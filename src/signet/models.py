@@ -430,6 +430,17 @@ class KeywordIndexState(BaseModel):
     error: str | None = None
 
 
+class StorageStatus(BaseModel):
+    """The database file against what it must hold (signet.store.space)."""
+
+    file_bytes: int
+    free_bytes: int = Field(description="pages freed by deletes, not yet given back to the file system")
+    text_bytes: int = Field(description="the memories' text (UTF-8), deleted ones included until purged")
+    vector_bytes: int
+    amplification: float | None = Field(description="file_bytes / (text_bytes + vector_bytes); null when empty")
+    auto_vacuum: str = Field(description="incremental: purged space goes back; none: run signet repair --vacuum")
+
+
 class StatusResponse(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
@@ -441,6 +452,7 @@ class StatusResponse(BaseModel):
     embedding: EmbeddingStatus
     vector_search: VectorSearchState
     keyword_index: KeywordIndexState
+    storage: StorageStatus | None = None
     warnings: list[str]
 
 

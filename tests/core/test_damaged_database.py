@@ -141,7 +141,8 @@ def test_repair_says_what_it_needs_in_one_line(tmp_path: Path) -> None:
     ws, port = tmp_path / "ws", free_port()
     r = signet(ws, port, "repair")
     assert r.returncode != 0 and r.stderr.strip().splitlines() == [
-        "error: say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"
+        "error: say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds; "
+        "`signet repair --vacuum` compacts it"
     ]
     assert signet(ws, port, "setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
     r = signet(ws, port, "repair", "--recover")  # no database yet

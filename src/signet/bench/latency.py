@@ -186,7 +186,7 @@ def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress
             hashes = [parse_content(s.content).hash for s in part]
             # Vectors first (keyed by content hash): the batch insert then indexes each memory at
             # once, so the background embedder finds nothing to do.
-            emb.store_vectors(hashes, [s.content for s in part], vectors[i : i + len(part)])
+            emb.store_vectors(hashes, vectors[i : i + len(part)])
             svc.remember_batch(
                 [
                     RememberRequest(

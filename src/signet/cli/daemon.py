@@ -239,6 +239,12 @@ def status(
     t.add_row(
         "keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)"
     )
+    st = data.get("storage")
+    if st:
+        ratio = f", {st['amplification']:.1f}x its text + vectors" if st["amplification"] else ""
+        free = f", {st['free_bytes'] / 2**20:.1f} MiB free" if st["free_bytes"] else ""
+        hint = " (signet repair --vacuum gives purged space back)" if st["auto_vacuum"] != "incremental" else ""
+        t.add_row("database", f"{st['file_bytes'] / 2**20:.1f} MiB{ratio}{free}{hint}")
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)
     Console().print(t)

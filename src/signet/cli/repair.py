@@ -1,7 +1,9 @@
-"""``signet repair --recover``: get back what a damaged database still holds."""
+"""``signet repair``: get back what a damaged database still holds (``--recover``), or compact
+a store made before incremental auto-vacuum (``--vacuum``). Both need the daemon stopped."""
 
 from __future__ import annotations
 
+import shutil
 from typing import Annotated
 
 import typer
@@ -18,11 +20,22 @@ def repair(
         bool,
         typer.Option("--recover", help="Copy every readable row of a damaged database into a fresh one and swap them."),
     ] = False,
+    vacuum: Annotated[
+        bool,
+        typer.Option(
+            "--vacuum",
+            help="Compact the database and switch it to incremental auto-vacuum (space freed by purges goes back).",
+        ),
+    ] = False,
 ) -> None:
     """Repair the workspace's database while the daemon is stopped (the damaged file is kept)."""
+    if vacuum and not recover:
+        _vacuum(Workspace.from_env())
+        return
     if not recover:
         raise SignetError(
-            "say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds"
+            "say what to repair: `signet repair --recover` rebuilds a damaged database from what it still holds; "
+            "`signet repair --vacuum` compacts it"
         )
     from signet.store.integrity import StoreRecord
     from signet.store.integrity import recover as recover_database
@@ -47,3 +60,31 @@ def repair(
         + (f"; {skipped} unreadable rows skipped" if skipped else "")
         + f"; the damaged file is kept at {report.damaged_copy}; start the daemon with `signet start`"
     )
+
+
+def _vacuum(ws: Workspace) -> None:
+    from signet.store import space
+    from signet.store.database import connect
+
+    path = ws.database_path()
+    if not path.is_file():
+        raise SignetError(f"no database at {path}: nothing to compact")
+    lock = instance.DaemonLock(ws.daemon_dir)
+    if not lock.acquire(wait=0.5):
+        raise SignetError("the daemon is running: stop it first (`signet stop`), then run `signet repair --vacuum`")
+    try:
+        free = shutil.disk_usage(path.parent).free
+        size = path.stat().st_size
+        if free < size:
+            raise SignetError(
+                f"compacting needs about {size >> 20} MB free beside the database; {free >> 20} MB are: free some space"
+            )
+        conn = connect(path)
+        try:
+            mode = space.convert(conn)
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        finally:
+            conn.close()
+    finally:
+        lock.release()
+    typer.echo(f"compacted {path}: {size >> 20} MB -> {path.stat().st_size >> 20} MB; auto-vacuum {mode}")

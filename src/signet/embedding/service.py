@@ -285,14 +285,14 @@ class EmbeddingService:
             by_hash.setdefault(r["content_hash"], r["content"])
         hashes = list(by_hash)
         vectors = self.embedder.embed([by_hash[h] for h in hashes])
-        self.store_vectors(hashes, [by_hash[h] for h in hashes], vectors)
+        self.store_vectors(hashes, vectors)
         if not self._swept:
             self._sweep_from = max(int(r["seq"]) for r in rows)
         self.last_batch_error = None
         self._provider_answered()  # recalls and edits may use it again
         return True
 
-    def store_vectors(self, hashes: list[str], texts: list[str], vectors: Vectors) -> None:
+    def store_vectors(self, hashes: list[str], vectors: Vectors) -> None:
         """Persist vectors by content hash and index every live memory with that hash.
 
         The index is updated right after the write commits, on the writer thread, so it is
@@ -304,7 +304,7 @@ class EmbeddingService:
         dims = int(vectors.shape[1])
 
         def write(conn: Connection) -> None:
-            for h, text, vec in zip(hashes, texts, vectors, strict=True):
+            for h, vec in zip(hashes, vectors, strict=True):
                 owner = conn.execute(
                     "SELECT id FROM memories WHERE content_hash = ? ORDER BY is_deleted, seq LIMIT 1", (h,)
                 ).fetchone()
@@ -319,7 +319,7 @@ class EmbeddingService:
                         vec.astype(np.float32).tobytes(),
                         dims,
                         owner[0] if owner else "",
-                        text,
+                        "",  # chunk_text: the text is the memory's (not a second copy; migration 12)
                         self.settings.provider,
                         model,
                         now,

@@ -2,12 +2,17 @@
 
 1. graph links of expired tombstones (entity mention counts decremented, orphans removed)
 2. their embeddings (unless another memory still uses the same text)
-3. the tombstones themselves (the FTS trigger cleans the index)
+3. the tombstones themselves (the FTS trigger cleans the index) and the pipeline jobs queued
+   for them (they could only fail: their memory is gone)
 4. history events older than ``retention.history_days``
 5. completed jobs older than ``retention.completed_job_days``
 6. dead jobs older than ``retention.dead_job_days``
 7. the keyword change log (signet.search.keyword_mirror) beyond its newest entries: the
    in-memory keyword index trims what it has applied, but nothing does when it is off
+8. the pages all that freed go back to the file system: the keyword indexes merge away a bounded
+   part of their delete markers (FTS5 keeps deleted postings until its segments merge), then
+   free pages are given back (signet.store.space.reclaim; stores made before incremental
+   auto-vacuum keep them for reuse until ``signet repair --vacuum``)
 
 Each step is its own short write transaction capped at ``retention.batch_limit`` rows, so a
 sweep never holds the write lock for long; what is left is taken by the next sweep.
@@ -22,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from signet.config import RetentionSettings
 from signet.search.keyword_mirror import LOG_KEEP
+from signet.store import space
 from signet.store.database import Database
 from signet.store.records import to_iso
 from signet.store.sqlite import Connection
@@ -38,10 +44,12 @@ class SweepReport:
     orphaned_entities: int = 0
     embeddings: int = 0
     tombstones: int = 0
+    jobs_of_purged: int = 0
     history: int = 0
     completed_jobs: int = 0
     dead_jobs: int = 0
     keyword_log: int = 0
+    pages_reclaimed: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return asdict(self)
@@ -107,7 +115,13 @@ class RetentionWorker:
                 )
             )
             report.tombstones = len(ids)
-            self.db.write(lambda conn: conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids))
+
+            def purge(conn: Connection) -> int:
+                jobs = int(conn.execute(f"DELETE FROM memory_jobs WHERE memory_id IN ({marks})", ids).rowcount)
+                conn.execute(f"DELETE FROM memories WHERE id IN ({marks})", ids)
+                return jobs
+
+            report.jobs_of_purged = self.db.write(purge)
         hist_cut = self._cutoff(s.history_days, now)
         report.history = self.db.write(
             lambda conn: (
@@ -147,6 +161,8 @@ class RetentionWorker:
                 ).rowcount
             )
         )
+        if any(report.as_dict().values()):
+            report.pages_reclaimed = self.db.write(lambda conn: space.compact(conn, limit * 8))
         self.last_report = report
         self.last_run = to_iso(now)
         if any(report.as_dict().values()):

@@ -63,11 +63,13 @@ from signet.models import (
     RememberRequest,
     RememberResponse,
     StatusResponse,
+    StorageStatus,
     VectorSearchState,
 )
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.vectors import VectorIndex
+from signet.store import space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.records import load_tags, memory_from_row, now_iso, record_history, to_iso
@@ -90,6 +92,10 @@ EXPLICIT_IMPORTANCE = 0.8
 
 
 class MemoryService:
+STORAGE_TTL_S = 30.0
+"""How long ``status`` reuses its storage figures."""
+
+
     def __init__(
         self,
         db: Database,
@@ -108,6 +114,7 @@ class MemoryService:
         self.workspace_root = workspace_root
         self.started = time.time()
         self.prepare_hooks: list[PrepareHook] = []
+        self._storage_cache: tuple[float, StorageStatus] | None = None
         """Called by :meth:`_prepare` with the memory dict, on the caller's thread before the
         write is queued: work that needs no transaction belongs here, not on the writer
         thread, which every write waits for in turn. They may add keys (the dict's SQL uses
@@ -130,7 +137,7 @@ class MemoryService:
         mem = {
             "id": str(uuid.uuid4()),
             "content": parsed.content,
-            "normalized_content": parsed.normalized,
+            "normalized_content": "",  # not kept: only its hash is used (signet.store.migrations, 12)
             "content_hash": parsed.hash,
             "type": req.type.value if req.type is not None else infer_type(parsed.content),
             "importance": importance,
@@ -631,9 +638,7 @@ class MemoryService:
             )
         sets: dict[str, Any] = {}
         if new_content is not None and new_content.content != row["content"]:
-            sets.update(
-                content=new_content.content, normalized_content=new_content.normalized, content_hash=new_content.hash
-            )
+            sets.update(content=new_content.content, content_hash=new_content.hash)
         for key in ("type", "importance", "who", "why", "project"):
             val = getattr(p, key)
             if val is not None:
@@ -738,7 +743,7 @@ class MemoryService:
                 np.asarray(vector, dtype=np.float32).tobytes(),
                 len(vector),
                 memory_id,
-                text,
+                "",  # chunk_text: the text is the memory's (not a second copy; migration 12)
                 self.settings.embedding.provider,
                 self.embeddings.model_key,
                 now_iso(),
@@ -1107,3 +1112,24 @@ class MemoryService:
             keyword_index=keywords,
             warnings=warnings,
         )
+            storage=self._storage(),
+
+    def _storage(self) -> StorageStatus:
+        """The store's size against its text and vectors, measured at most every
+        :data:`STORAGE_TTL_S` (it reads the length of every memory: ~0.1 s at 100k)."""
+        now = time.monotonic()
+        cached = self._storage_cache
+        if cached is None or now - cached[0] > STORAGE_TTL_S:
+            u = self.db.read(space.usage)
+            cached = self._storage_cache = (
+                now,
+                StorageStatus(
+                    file_bytes=u.file_bytes,
+                    free_bytes=u.free_bytes,
+                    text_bytes=u.text_bytes,
+                    vector_bytes=u.vector_bytes,
+                    amplification=u.amplification,
+                    auto_vacuum=u.auto_vacuum,
+                ),
+            )
+        return cached[1]

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 from signet.errors import StorageBusy, storage_error
+from signet.store import space
 from signet.store.decay import sql_decay
 from signet.store.migrations import migrate
 from signet.store.sqlite import Connection, sqlite3
@@ -54,6 +55,7 @@ def connect(path: Path, *, readonly: bool = False) -> Any:
     if readonly:
         conn.execute("PRAGMA query_only = ON")
     else:
+        space.prepare_new(conn)  # before the first table: a new store gives purged space back
         conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
     return conn

@@ -249,6 +249,15 @@ read every memory when there were none: 400 ms at 100,000 memories, run after ev
 and every 5 s while idle. New and edited memories have ``embedding_model`` NULL until their
 vector is stored, so this partial index lists exactly them (signet.embedding.service)."""
 
+TEXT_COPIES_SCHEMA = """
+UPDATE memories SET normalized_content = '' WHERE normalized_content != '';
+UPDATE embeddings SET chunk_text = '' WHERE chunk_text != '';
+"""
+"""Migration 12: two full copies of every memory's text that nothing reads are no longer kept
+(``memories.normalized_content``: only its hash, ``content_hash``, is used; ``embeddings.chunk_text``:
+the text is the memory's). The columns stay (NOT NULL, spec layout) and hold ''. On real
+conversation turns they were about 2/5 of the text the database kept (docs/benchmarks.md)."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
     Migration(2, "auth_agents", AUTH_SCHEMA),
@@ -261,6 +270,7 @@ MIGRATIONS: list[Migration] = [
     Migration(9, "unembedded_index", UNEMBEDDED_SCHEMA),
     Migration(10, "keyword_change_log", KEYWORD_LOG_SCHEMA),
     Migration(11, "entities_per_agent", ENTITIES_PER_AGENT_SCHEMA, foreign_keys_off=True),
+    Migration(12, "drop_text_copies", TEXT_COPIES_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -6,6 +6,17 @@ Codex's hooks.json has Claude Code's shape (event -> matcher groups -> command h
 ``hook_event_name``, ``model``, plus ``source`` (SessionStart) and ``prompt``
 (UserPromptSubmit). Codex has no session-end event: ``Stop`` fires after each turn, and
 Signet's session-end is idempotent per session, so each Stop refreshes the stored transcript.
+
+Codex runs a non-managed hook only after the user has reviewed and trusted it ("Non-managed
+command hooks must be reviewed and trusted before they run"; trust is recorded against each
+hook's current hash, and new or changed hooks are skipped until trusted: `/hooks` in the CLI,
+developers.openai.com/codex/hooks). The hash is Codex's own and there is no supported way
+for an installer to grant trust (openai/codex#21615), so Signet does not write it: the
+install output names the one step (trust them in Codex). Project trust
+(``[projects."<dir>"] trust_level``) only decides whether a project's own ``.codex/`` layer
+loads; Signet's hooks are in the user layer, so it is not needed.
+
+There is no per-project install: ``--project`` is accepted and said to be ignored.
 """
 
 from __future__ import annotations
@@ -23,6 +34,11 @@ HOOKS = {
     "Stop": ("session-end", 30, None),
 }
 EVENT_NAMES = {"session-start": "SessionStart", "user-prompt-submit": "UserPromptSubmit"}
+TRUST_STEP = (
+    "Codex skips new hooks until you trust them: start `codex` and trust them when it asks, "
+    "or open /hooks and trust the three `signet hook` entries (again after a reinstall that changed them)"
+)
+PROJECT_IGNORED = "--project is ignored: Codex gets Signet for every project from ~/.codex"
 
 TOML_BEGIN = "# >>> signet (managed by `signet install codex`; removed by `signet uninstall codex`) >>>"
 TOML_END = "# <<< signet <<<"
@@ -42,7 +58,12 @@ class Codex(Harness):
         return ""
 
     def hooks_edit(self, ctx: InstallContext) -> Edit:
-        return command_hooks_edit(ctx.home / ".codex" / "hooks.json", ctx, NAME, HOOKS)
+        edit = command_hooks_edit(ctx.home / ".codex" / "hooks.json", ctx, NAME, HOOKS)
+        # `signet install` prints each file with its description: the step Signet cannot do
+        # itself goes there, so it is shown on every install until the user has done it.
+        notes = [TRUST_STEP] + ([PROJECT_IGNORED] if ctx.project is not None else [])
+        edit.description = f"{edit.description}; {'; '.join(notes)}"
+        return edit
 
     def mcp_edit(self, ctx: InstallContext) -> Edit:
         args = json.dumps([*ctx.signet[1:], "mcp"])

@@ -36,11 +36,16 @@ class Cursor(Harness):
     def instruction_edits(self, ctx: InstallContext) -> list[Edit]:
         base = ctx.project if ctx.project is not None else ctx.home
         content = RULE.format(marker=MARKER, body=ctx.instructions())
+        scope = (
+            "always-applied rule for this project"
+            if ctx.project is not None
+            else "always-applied rule for every project, user level; `--project DIR` writes one project's rule"
+        )
         return [
             OwnedFile(
                 base / ".cursor" / "rules" / "signet.mdc",
                 "owned",
-                "always-applied rule",
+                scope,
                 content=content,
                 marker=MARKER,
             )

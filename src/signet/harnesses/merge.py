@@ -1,7 +1,8 @@
 """Editing a user's harness config without disturbing it, and undoing that exactly.
 
-Every installer change is an :class:`Edit` on one file: a JSON merge, a marked block in a
-Markdown or TOML file, or a whole file Signet owns. :func:`apply_edits` writes only what
+Every installer change is an :class:`Edit` on one file: a JSON (or JSON5) merge, written
+into the user's text in place so their layout and comments stay (:mod:`signet.harnesses.jsontext`),
+a marked block in a Markdown or TOML file, or a whole file Signet owns. :func:`apply_edits` writes only what
 changes and keeps, per file, the original bytes in the install ledger; :func:`revert` puts
 those bytes back when the file still holds exactly what Signet wrote, and otherwise removes
 only Signet's own entries (the user changed the file since; their change is kept).
@@ -26,6 +27,8 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
+
+from signet.harnesses.jsontext import LayoutError, describe_changes, edit_text, parse_json5
 
 JsonObj = dict[str, Any]
 
@@ -73,12 +76,17 @@ class Edit(abc.ABC):
             return False
 
 
-def load_json(path: Path, data: bytes) -> JsonObj:
+def load_json(path: Path, data: bytes, *, json5: bool = False) -> JsonObj:
+    """The object in a JSON file (``json5``: a JSON5 file, such as OpenClaw's config)."""
     try:
-        obj = json.loads(data.decode("utf-8")) if data.strip() else {}
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        where = f" (line {exc.lineno}, column {exc.colno})" if isinstance(exc, json.JSONDecodeError) else ""
-        raise HarnessConfigError(path, f"not valid JSON{where}: {exc}") from None
+        text = data.decode("utf-8")
+        obj = (parse_json5(text) if json5 else json.loads(text)) if data.strip() else {}
+    except UnicodeDecodeError as exc:
+        raise HarnessConfigError(path, f"not UTF-8 text: {exc}") from None
+    except json.JSONDecodeError as exc:
+        raise HarnessConfigError(path, f"not valid JSON (line {exc.lineno}, column {exc.colno}): {exc}") from None
+    except ValueError as exc:  # the json5 package's parse errors
+        raise HarnessConfigError(path, f"not valid JSON5: {exc}") from None
     if not isinstance(obj, dict):
         raise HarnessConfigError(path, f"the top level is a {type(obj).__name__}, expected an object")
     return obj
@@ -92,34 +100,52 @@ def dump_json(obj: JsonObj) -> bytes:
 class JsonEdit(Edit):
     """Merge into a JSON object file: ``add`` and ``strip`` mutate a copy of the parsed object.
 
-    An unchanged object means unchanged bytes (installing twice writes nothing).
+    An unchanged object means unchanged bytes (installing twice writes nothing). A changed
+    one is written into the existing text with minimal edits in the file's own style
+    (indent, spacing, key quoting, trailing commas; comments kept). When that cannot be
+    done the file is left alone and the error says what to change by hand.
     """
 
     add: Callable[[JsonObj], None] = field(default=lambda obj: None)
     strip: Callable[[JsonObj], None] = field(default=lambda obj: None)
+    json5: bool = False
 
     def apply(self, current: bytes | None) -> bytes | None:
-        obj = load_json(self.path, current) if current is not None else {}
+        obj = load_json(self.path, current, json5=self.json5) if current is not None else {}
         new = copy.deepcopy(obj)
         try:
             self.add(new)
         except TypeError as exc:  # a key Signet needs holds a value of another shape
             raise HarnessConfigError(self.path, f"unexpected structure: {exc}") from None
-        if current is not None and new == obj:
+        if current is None:
+            return dump_json(new)
+        if new == obj:
             return current
-        return dump_json(new)
+        return self._rewrite(current, obj, new)
 
     def remove(self, current: bytes) -> bytes | None:
-        obj = load_json(self.path, current)
+        obj = load_json(self.path, current, json5=self.json5)
         new = copy.deepcopy(obj)
         self.strip(new)
-        return current if new == obj else dump_json(new)
+        return current if new == obj else self._rewrite(current, obj, new)
+
+    def _rewrite(self, current: bytes, obj: JsonObj, new: JsonObj) -> bytes:
+        text = current.decode("utf-8")  # load_json decoded it already
+        if not text.strip():
+            return dump_json(new)
+        try:
+            return edit_text(text, new, json5=self.json5).encode("utf-8")
+        except LayoutError as exc:
+            todo = "; ".join(describe_changes(obj, new))
+            raise HarnessConfigError(
+                self.path, f"cannot change it in place without rewriting its layout ({exc}); change by hand: {todo}"
+            ) from None
 
     def present(self, current: bytes | None) -> bool:
         if current is None:
             return False
         try:
-            obj = load_json(self.path, current)
+            obj = load_json(self.path, current, json5=self.json5)
         except HarnessConfigError:
             return False
         new = copy.deepcopy(obj)

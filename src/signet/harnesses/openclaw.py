@@ -2,6 +2,11 @@
 ``handler.js``), enabled under ``hooks.internal.entries`` in ``~/.openclaw/openclaw.json``,
 and a Signet block in the default agent workspace's ``AGENTS.md``.
 
+``openclaw.json`` is JSON5 ("OpenClaw reads an optional JSON5 config from
+~/.openclaw/openclaw.json", docs.openclaw.ai/gateway/configuration): comments, trailing
+commas and unquoted keys are read with the ``json5`` package and kept when Signet's entry is
+added (:mod:`signet.harnesses.jsontext`).
+
 The hook listens to ``agent:bootstrap`` (pushes Signet's session context as a virtual
 bootstrap file) and ``command:new`` / ``command:reset`` (the session ends: its transcript is
 saved). OpenClaw session keys look like ``agent:{id}:{rest}``; the agent id is taken from them.
@@ -122,10 +127,11 @@ class OpenClaw(Harness):
             ),
             JsonEdit(
                 ctx.home / ".openclaw" / "openclaw.json",
-                "json",
+                "json5",
                 f"hooks.internal.entries.{HOOK_NAME}",
                 add=add,
                 strip=strip,
+                json5=True,
             ),
             *self.instruction_edits(ctx),
         ]

@@ -44,7 +44,7 @@ class Windsurf(Harness):
                 OwnedFile(
                     ctx.project / ".windsurf" / "rules" / "signet.md",
                     "owned",
-                    "always-on workspace rule",
+                    "always-on rule for this workspace",
                     content=content,
                     marker=MARKER,
                 )
@@ -53,7 +53,7 @@ class Windsurf(Harness):
             BlockEdit(
                 ctx.home / ".codeium" / "windsurf" / "memories" / "global_rules.md",
                 "markdown",
-                "global rules block from AGENTS.md",
+                "global rules block for every workspace; `--project DIR` writes one workspace's rule",
                 begin=MD_BEGIN,
                 end=MD_END,
                 body=ctx.instructions(limit=BLOCK_LIMIT),

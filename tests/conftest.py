@@ -44,6 +44,12 @@ if "SIGNET_MODEL_CACHE" not in os.environ:
     os.environ["SIGNET_MODEL_CACHE"] = tempfile.mkdtemp(prefix="signet-test-models-")
     atexit.register(shutil.rmtree, os.environ["SIGNET_MODEL_CACHE"], ignore_errors=True)
 
+# `signet setup` links a `signet` launcher into $XDG_BIN_HOME (else ~/.local/bin): every test's
+# setup links into this throwaway directory, never the real home's (tests/core/test_first_hour.py
+# unsets it to test the ~/.local/bin default in a temporary HOME).
+os.environ["XDG_BIN_HOME"] = tempfile.mkdtemp(prefix="signet-test-bin-")
+atexit.register(shutil.rmtree, os.environ["XDG_BIN_HOME"], ignore_errors=True)
+
 
 @pytest.fixture(scope="session")
 def model_cache() -> Path:

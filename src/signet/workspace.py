@@ -77,14 +77,15 @@ class Workspace:
         return out
 
 
-def _templates(agent_name: str, user_name: str | None) -> dict[str, str]:
+def _templates(agent_name: str, user_name: str | None, signet: str = "signet") -> dict[str, str]:
+    """``signet``: the command agents are told to run (signet.launcher.agent_command)."""
     who = user_name or "the user"
     return {
         "AGENTS.md": (
             f"# {agent_name}\n\n"
             "You are a coding agent with a durable memory provided by Signet.\n\n"
-            '- Remember what matters with `signet remember "..."` (or the `memory_store` MCP tool).\n'
-            '- Look things up with `signet recall "..."` (or `memory_search`).\n'
+            f'- Remember what matters with `{signet} remember "..."` (or the `memory_store` MCP tool).\n'
+            f'- Look things up with `{signet} recall "..."` (or `memory_search`).\n'
             "- Prefer stored decisions and preferences over guesses.\n"
         ),
         "SOUL.md": "# Soul\n\nDirect, careful, and honest about uncertainty.\n",
@@ -108,12 +109,15 @@ def setup_workspace(
     embedding_provider: str = "local",
     harnesses: list[str] | None = None,
     llm_provider: str = "none",
+    signet_command: str = "signet",
 ) -> SetupReport:
     """Create the workspace idempotently; files that exist are kept untouched.
 
     ``llm_provider`` is written as ``memory.pipelineV2.extraction.provider``. The default is
     ``none`` so a fresh install never burns extraction jobs against a model that is not
     there: they wait, and ``signet pipeline status`` says so, until a provider is set.
+    ``signet_command`` is how AGENTS.md tells agents to run Signet (a bare ``signet`` fails
+    in a shell that does not have it on PATH).
     """
     created: list[Path] = []
     kept: list[Path] = []
@@ -138,7 +142,7 @@ def setup_workspace(
         }
         _write_new(ws.config_path, yaml.safe_dump(manifest, sort_keys=False))
         created.append(ws.config_path)
-    for name, text in _templates(agent_name, user_name).items():
+    for name, text in _templates(agent_name, user_name, signet_command).items():
         p = ws.identity_path(name)
         if p.exists():
             kept.append(p)

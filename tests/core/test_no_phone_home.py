@@ -1,5 +1,6 @@
 """Nothing phones home: a real run (setup, daemon with the bundled local model, remember,
-recall, stop) with a fresh HOME leaves nothing in it but the workspace the user asked for."""
+recall, stop) with a fresh HOME leaves nothing in it but the workspace the user asked for and
+the ``signet`` launcher setup links (and says it links) into ``~/.local/bin``."""
 
 from __future__ import annotations
 
@@ -49,4 +50,6 @@ def test_a_fresh_home_holds_only_the_workspace(tmp_path: Path) -> None:
     finally:
         assert signet("stop").returncode == 0
     left = sorted(str(p.relative_to(home)) for p in home.rglob("*") if not p.is_relative_to(ws) and p != ws)
-    assert left == [], left
+    assert left == [".local", ".local/bin", ".local/bin/signet"], left
+    launcher = home / ".local" / "bin" / "signet"
+    assert launcher.is_symlink() and launcher.resolve() == (Path(sys.executable).parent / "signet").resolve()

@@ -3,7 +3,8 @@
 It reads the harness's JSON on stdin, calls ``/api/hooks/<event>`` on the daemon, and
 prints what that harness expects. It never blocks or fails the harness: every path exits 0,
 and when the daemon is down it answers at once from the identity files (session start) or
-with nothing (prompts), with a one-line notice.
+with nothing (prompts). The one-line notice goes to stderr once per session (not before
+every prompt) and never into the context the model reads.
 
 Start-up cost matters (it runs before every prompt), so this module imports only the
 standard library and Signet's stdlib-only modules: no Typer, httpx, pydantic or numpy.
@@ -12,6 +13,7 @@ standard library and Signet's stdlib-only modules: no Typer, httpx, pydantic or 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import http.client
 import json
 import os
@@ -247,6 +249,49 @@ def add_turns(
         )
 
 
+NOTICES = Path(".daemon") / "hook-notices"
+"""Under the workspace: one empty file per session already told that the daemon is down."""
+NOTICE_DAYS = 7
+
+
+def _notice_file(root: Path, harness: str, session: str | None, kind: str) -> Path:
+    # Without a session id, the harness process that runs the hooks stands for the session.
+    key = f"{harness}-{session or f'pid{os.getppid()}'}-{kind}"
+    return root / NOTICES / "".join(c if c.isalnum() or c in "-_." else "_" for c in key)[:200]
+
+
+def first_notice(root: Path, harness: str, session: str | None, kind: str) -> bool:
+    """True the first time a session hits a failure of this ``kind`` (until the daemon
+    answers again): a harness shows a hook's stderr, and one notice per session says it all.
+    When the mark cannot be kept (no workspace), the notice is shown every time."""
+    path = _notice_file(root, harness, session, kind)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        os.close(os.open(path, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+    except FileExistsError:
+        return False
+    except OSError:
+        return True
+    cutoff = path.stat().st_mtime - NOTICE_DAYS * 86400
+    for old in path.parent.iterdir():  # marks of sessions long over
+        with contextlib.suppress(OSError):
+            if old.stat().st_mtime < cutoff:
+                old.unlink()
+    return True
+
+
+def forget_notices(root: Path, harness: str, session: str | None) -> None:
+    """The daemon answered: a later outage in this session is worth a notice again."""
+    folder = root / NOTICES
+    if not folder.is_dir():  # the usual case: one stat, nothing else
+        return
+    prefix = _notice_file(root, harness, session, "").name
+    for mark in folder.iterdir():
+        if mark.name.startswith(prefix):
+            with contextlib.suppress(OSError):
+                mark.unlink()
+
+
 def offline_text(
     event: str,
     exc: Exception,
@@ -265,9 +310,11 @@ def offline_text(
         notice = str(exc)
     elif isinstance(exc, HookRejected):
         notice = f"Signet could not answer this hook ({exc}); only the identity files are loaded."
-    stderr.write(f"signet: {notice}\n")
-    if event == "session-start":
-        return static_context(root, budget, agent_id=body.get("agent_id"), skip=synced, notice=notice).text
+    session = body.get("session_id")
+    if first_notice(root, str(body["harness"]), session if isinstance(session, str) else None, type(exc).__name__):
+        stderr.write(f"signet: {notice}\n")
+    if event == "session-start":  # the notice is for the user, not the model: not in its context
+        return static_context(root, budget, agent_id=body.get("agent_id"), skip=synced).text
     if event == "pre-compaction":
         return PRE_COMPACTION
     if event == "session-end" and turns and isinstance(exc, (DaemonDown, WrongDaemon)):
@@ -339,6 +386,8 @@ def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
             stderr=stderr,
         )
     else:
+        session = body.get("session_id")
+        forget_notices(root, harness.name, session if isinstance(session, str) else None)
         text = online_text(args.event, resp if isinstance(resp, dict) else {})
     out = text if args.event in ("recall", "remember") else harness.render(args.event, text)
     if out:

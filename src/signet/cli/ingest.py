@@ -14,7 +14,7 @@ from signet.cli.app import app
 from signet.cli.client import DaemonClient
 from signet.cli.hook import MAX_BODY
 from signet.errors import SignetError
-from signet.ingest.base import TranscriptError, file_hash
+from signet.ingest.base import NotText, TranscriptError, file_hash, require_text
 from signet.ingest.detect import all_adapters, detect, get_adapter
 
 SUFFIXES = {".jsonl", ".ndjson", ".md", ".markdown", ".mdx", ".txt", ".text", ".log"}
@@ -37,6 +37,7 @@ def collect(paths: list[Path]) -> list[Path]:
 
 def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> dict[str, Any]:
     data = path.read_bytes()
+    require_text(path, data)  # a binary file is never stored, whatever adapter would take it
     adapter = get_adapter(adapter_name, adapters) if adapter_name else detect(path, adapters)
     parsed = adapter.parse(path)
     body = {
@@ -64,6 +65,7 @@ def ingest(
 ) -> None:
     """Ingest transcripts; unchanged files already ingested are skipped (by content hash)."""
     files = collect(paths)
+    named = {p.resolve() for p in paths if p.is_file()}
     adapters = all_adapters()
     client = DaemonClient(timeout=120.0)
     stored = skipped = failed = turns = 0
@@ -87,6 +89,13 @@ def ingest(
                     skipped += 1
                     continue
                 res = client.post_json("/api/ingest/transcript", body)
+            except NotText as exc:
+                if f in named:  # asked for by name: a failure; found in a directory: passed over
+                    progress.console.print(f"[red]failed[/] {exc}")
+                    failed += 1
+                else:
+                    progress.console.print(f"[yellow]skipped[/] {exc}")
+                    skipped += 1
             except (TranscriptError, OSError) as exc:
                 progress.console.print(f"[red]failed[/] {f}: {exc}")
                 failed += 1
@@ -103,6 +112,8 @@ def ingest(
                     skipped += 1
             finally:
                 progress.advance(task)
-    typer.echo(f"stored {stored} file(s) ({turns} turns), skipped {skipped} unchanged or empty, failed {failed}")
+    typer.echo(
+        f"stored {stored} file(s) ({turns} turns), skipped {skipped} unchanged, empty or not text, failed {failed}"
+    )
     if failed:
         raise typer.Exit(1)

@@ -8,7 +8,7 @@ import typer
 
 from signet.cli.app import app
 from signet.cli.client import DaemonClient
-from signet.errors import InvalidRequest
+from signet.errors import InvalidRequest, NotFound
 
 
 def _tags(value: str | None) -> list[str] | None:
@@ -83,7 +83,7 @@ def recall(
 
 @app.command()
 def forget(
-    ids: Annotated[list[str] | None, typer.Argument(help="Memory ids to forget.")] = None,
+    ids: Annotated[list[str] | None, typer.Argument(help="Memory ids or unique id prefixes.")] = None,
     query: Annotated[str | None, typer.Option("--query", "-q")] = None,
     type: Annotated[str | None, typer.Option("--type", "-t")] = None,
     tags: Annotated[str | None, typer.Option()] = None,
@@ -98,6 +98,15 @@ def forget(
         raise InvalidRequest("say what to forget: ids, --query, or a filter such as --type/--tags/--project")
     client = DaemonClient()
     preview = client.forget_preview(**sel)
+    # An id that names no memory is a mistake to report (a typo, one already forgotten), not
+    # "nothing to do": exit 1 before anything is forgotten. A filter that matches nothing is fine.
+    missing = [i for i in ids or [] if not any(c.id.startswith(i) for c in preview.candidates)]
+    if missing:
+        raise NotFound(
+            f"no active memory {'that matches the filters ' if len(sel) > 1 else ''}has id {missing[0]!r}"
+            + (f" (nor {len(missing) - 1} other id(s) given)" if len(missing) > 1 else "")
+            + "; nothing was forgotten. Find ids with `signet recall QUERY`"
+        )
     if not preview.candidates:
         typer.echo("nothing matches")
         return
@@ -112,7 +121,9 @@ def forget(
 
 
 @app.command()
-def history(memory_id: Annotated[str, typer.Argument()]) -> None:
+def history(
+    memory_id: Annotated[str, typer.Argument(help="A memory id, or a unique prefix of it (4+ characters).")],
+) -> None:
     """Show the change history of a memory."""
     for e in DaemonClient().history(memory_id).events:
         typer.echo(f"{e.created_at}  {e.event:<9} by {e.changed_by}: {e.reason or ''}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -9,7 +10,9 @@ import typer
 from signet import plugins
 from signet.cli.app import app
 from signet.harnesses import install as ops
+from signet.harnesses.base import signet_argv
 from signet.harnesses.merge import HarnessConfigError
+from signet.launcher import agent_command, install_launcher
 from signet.workspace import Workspace, setup_workspace
 
 
@@ -34,6 +37,13 @@ def setup(
     install: Annotated[
         bool, typer.Option("--install/--no-install", help="Install the named harnesses (as `signet install`).")
     ] = True,
+    launcher: Annotated[
+        bool,
+        typer.Option(
+            "--launcher/--no-launcher",
+            help="Link `signet` into ~/.local/bin (or $XDG_BIN_HOME), where shells and agents find commands.",
+        ),
+    ] = True,
 ) -> None:
     """Create $SIGNET_WORKSPACE (default ~/.agents). Never overwrites your files."""
     if harness:
@@ -51,6 +61,8 @@ def setup(
     if not non_interactive:
         agent_name = agent_name or typer.prompt("Agent name", default="signet")
         user_name = user_name or typer.prompt("Your name", default="", show_default=False) or None
+    if launcher:  # first: AGENTS.md and the harnesses' instructions name `signet` only if shells find it
+        _link_launcher()
     report = setup_workspace(
         ws,
         agent_name=agent_name or "signet",
@@ -58,13 +70,14 @@ def setup(
         embedding_provider=embedding,
         harnesses=harness,
         llm_provider=_detect_llm() if llm == "auto" else llm,
+        signet_command=(command := agent_command(Path.home(), signet_argv())),
     )
     for p in report.created:
         typer.echo(f"created {p}")
     for p in report.kept:
         typer.echo(f"kept    {p}")
     failed = _install_harnesses(ws, harness or []) if install else []
-    typer.echo(f"workspace ready at {ws.root}; start the daemon with `signet start`")
+    typer.echo(f"workspace ready at {ws.root}; start the daemon with `{command} start`")
     if failed:
         typer.secho(
             f"error: could not install {', '.join(failed)} (see above); the workspace is ready", err=True, fg="red"
@@ -113,3 +126,44 @@ def _install_harnesses(ws: Workspace, names: list[str]) -> list[str]:
         wrote = any(c.action != "unchanged" for c in changes)
         typer.echo(f"{h.display_name}: {'installed' if wrote else 'already installed'} (undo: signet uninstall {name})")
     return failed
+
+
+def _link_launcher() -> None:
+    """Put ``signet`` where shells find commands, and say where; a problem is a note, not a
+    failure: everything works through the absolute path, which the note names."""
+    argv = signet_argv()
+    script = Path(argv[0]) if len(argv) == 1 else None
+    absolute = " ".join(argv)
+    try:
+        done = install_launcher(Path.home(), script)
+    except OSError as exc:
+        typer.secho(
+            f"note: could not link `signet` into a command directory ({exc.strerror or exc}); run {absolute}",
+            err=True,
+            fg="yellow",
+        )
+        return
+    if done.action == "unsupported":
+        typer.secho(f"note: no `signet` script beside {argv[0]}; run Signet as {absolute}", err=True, fg="yellow")
+        return
+    if done.action == "kept":
+        typer.secho(
+            f"note: {done.path} is another program ({done.found}), left as it is; agents are told to run "
+            f"{done.target}; remove it and run `signet setup` again to link this Signet there",
+            err=True,
+            fg="yellow",
+        )
+        return
+    said = {
+        "created": f"launcher: {done.path} -> {done.target}",
+        "unchanged": f"launcher: {done.path} already runs {done.target}",
+        "replaced": f"launcher: {done.path} -> {done.target} (replaced a broken link to {done.found})",
+    }
+    typer.echo(said[done.action])
+    if not done.on_path:
+        typer.secho(
+            f'note: {done.path.parent} is not on your PATH; add it (export PATH="{done.path.parent}:$PATH" in your '
+            f"shell profile) or run {done.target}; agents are told the full path meanwhile",
+            err=True,
+            fg="yellow",
+        )

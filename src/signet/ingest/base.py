@@ -43,6 +43,24 @@ class TranscriptError(ValueError):
     """A file that an adapter cannot read (names the file and line)."""
 
 
+class NotText(TranscriptError):
+    """A file that is not text (a binary ``.log``, a UTF-16 or Latin-1 file): storing its
+    bytes as memories would fill recall with noise, so it is refused (a file named on the
+    command line) or skipped (one found in a directory)."""
+
+
+def require_text(path: Path, data: bytes) -> str:
+    """``data`` as text, or :class:`NotText`. A NUL byte means binary; a few undecodable
+    bytes are kept (replaced), a file that is mostly not UTF-8 is refused."""
+    if b"\x00" in data:
+        raise NotText(f"{path}: not a text file (it has NUL bytes); signet ingest reads text, Markdown and JSONL")
+    text = data.decode("utf-8", "replace")
+    bad = text.count("\ufffd")
+    if bad > max(8, len(text) // 100):
+        raise NotText(f"{path}: not UTF-8 text ({bad} undecodable bytes); convert it with `iconv -t UTF-8` first")
+    return text
+
+
 def file_hash(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 

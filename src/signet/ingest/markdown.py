@@ -8,7 +8,7 @@ import itertools
 import re
 from pathlib import Path
 
-from signet.ingest.base import Transcript, clean_turns
+from signet.ingest.base import Transcript, clean_turns, require_text
 from signet.ingest.text import speaker_turns
 from signet.transcript import Turn
 
@@ -33,7 +33,7 @@ class MarkdownAdapter:
         return path.suffix.lower() in (".md", ".markdown", ".mdx")
 
     def parse(self, path: Path) -> Transcript:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = require_text(path, path.read_bytes())
         turns = speaker_turns(text, markdown=True)
         if not turns:
             turns = [Turn("note", s) for s in sections(text)]

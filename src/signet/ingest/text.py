@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from signet.ingest.base import Transcript, clean_turns, normalize_time
+from signet.ingest.base import Transcript, clean_turns, normalize_time, require_text
 from signet.transcript import Turn
 
 NAME = "text"
@@ -86,7 +86,7 @@ class TextAdapter:
         return True
 
     def parse(self, path: Path) -> Transcript:
-        text = path.read_text(encoding="utf-8", errors="replace")
+        text = require_text(path, path.read_bytes())
         turns = speaker_turns(text) or [Turn("note", p) for p in paragraphs(text)]
         return Transcript(adapter=NAME, turns=clean_turns(turns))
 

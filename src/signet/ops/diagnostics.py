@@ -1,15 +1,21 @@
 """Read-only health signals across domains, weighted into one composite score (spec 001).
 
 | domain   | weight | signals                                                        |
-| queue    | 0.28   | pending depth > 50, dead rate > 1%, oldest pending > 5 min, stale leases |
+| queue    | 0.28   | a stalled backlog (> 50 pending or oldest > 5 min, nothing done for 5 min), dead rate > 1%, stale leases; jobs that wait for a provider |
 | storage  | 0.14   | tombstone ratio > 30%, SQLite quick_check                      |
-| index    | 0.19   | FTS/memory count mismatch > 10%, embedding coverage < 80%      |
-| provider | 0.24   | embedder state, paused query embeddings; LLM call outcomes when the pipeline records them |
+| index    | 0.19   | FTS/memory count mismatch > 10%, embedding coverage < 80% while the embedder is failing |
+| provider | 0.24   | embedder state, paused query embeddings; LLM call outcomes when the pipeline records them; an unreachable LLM provider while jobs wait |
 | mutation | 0.10   | recovery events > 5 in the last 7 days                         |
 | connector| 0.05   | (no connectors yet: always healthy)                            |
 
 Scores run 0..1; ``>= 0.8`` healthy, ``>= 0.5`` degraded, else unhealthy. Nothing here
 writes; every finding carries the action that would fix it.
+
+Ordinary load is not a fault: a deep queue the pipeline is working through (a job done or
+leased within :data:`PROGRESS_WINDOW_S`) and an embedding backlog the embedder is working
+through (no batch error) cost nothing; the same depth with nothing moving does. Jobs that
+wait for an LLM provider on purpose (``provider: none``, frozen, no workers) are reported
+without a penalty, since that is a choice; a provider that is unknown or unreachable is a fault.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ class Sources(Protocol):
     def pipeline(self) -> Pipeline: ...
 
 
+PROGRESS_WINDOW_S = 300.0
+"""A job finished this recently (or a live lease) means the queue is being worked."""
+
 WEIGHTS = {"queue": 0.28, "storage": 0.14, "index": 0.19, "provider": 0.24, "mutation": 0.10, "connector": 0.05}
 
 
@@ -75,7 +84,11 @@ def _table_exists(conn: Connection, name: str) -> bool:
     return _scalar(conn, "SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = ?", name) is not None
 
 
-def queue_domain(conn: Connection, lease_timeout_ms: int, now: datetime) -> Domain:
+def queue_domain(
+    conn: Connection, lease_timeout_ms: int, now: datetime, waiting: str | None = None, *, fault: bool = False
+) -> Domain:
+    """``waiting``: why the pipeline runs no jobs (its ``wait_reason``), None while it runs;
+    ``fault``: that reason is a mistake (an unknown provider), not a choice."""
     d = Domain("queue")
     counts = {r[0]: int(r[1]) for r in conn.execute("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status")}
     total = sum(counts.values())
@@ -83,10 +96,30 @@ def queue_domain(conn: Connection, lease_timeout_ms: int, now: datetime) -> Doma
     oldest = _scalar(conn, "SELECT MIN(created_at) FROM memory_jobs WHERE status = 'pending'")
     stale_cut = (now - timedelta(milliseconds=lease_timeout_ms)).isoformat()
     stale = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status = 'leased' AND leased_at < ?", stale_cut))
-    d.metrics = {"by_status": counts, "oldest_pending": oldest, "stale_leases": stale}
-    if pending > 50:
+    live = counts.get("leased", 0) - stale
+    done_at = _scalar(conn, "SELECT MAX(completed_at) FROM memory_jobs WHERE status = 'completed'")
+    done_ago = (now - datetime.fromisoformat(done_at)).total_seconds() if done_at else None
+    moving = live > 0 or (done_ago is not None and done_ago < PROGRESS_WINDOW_S)
+    age = (now - datetime.fromisoformat(oldest)).total_seconds() if oldest is not None else 0.0
+    backlog = pending > 50 or age > 300
+    d.metrics = {
+        "by_status": counts,
+        "oldest_pending": oldest,
+        "stale_leases": stale,
+        "last_completed_s_ago": round(done_ago, 1) if done_ago is not None else None,
+        "backlog": "waiting" if pending and waiting else ("draining" if moving else "stalled") if backlog else None,
+    }
+    if pending and waiting:
+        finding = f"{pending} jobs pending, none will run: {waiting}"
+        if fault:
+            d.penalize(0.4, finding)
+        else:
+            d.findings.append(finding)  # a choice (provider none, frozen): said, not scored
+    elif backlog and not moving and pending > 50:
         d.penalize(
-            0.3, f"{pending} jobs pending: is an LLM provider configured and reachable? (GET /api/pipeline/status)"
+            0.3,
+            f"{pending} jobs pending and none done in {PROGRESS_WINDOW_S / 60:.0f} min: is the LLM provider "
+            "reachable? (`signet pipeline status`)",
         )
     if total and dead / total > 0.01:
         d.penalize(
@@ -94,9 +127,8 @@ def queue_domain(conn: Connection, lease_timeout_ms: int, now: datetime) -> Doma
             f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)",
         )
     if oldest is not None:
-        age = (now - datetime.fromisoformat(oldest)).total_seconds()
         d.metrics["oldest_pending_age_s"] = round(age, 1)
-        if age > 300:
+        if age > 300 and not moving and not waiting:
             d.penalize(0.2, f"the oldest pending job has waited {age / 60:.0f} min")
     if stale:
         d.penalize(
@@ -156,8 +188,13 @@ def index_domain(conn: Connection, runtime: Sources) -> Domain:
             f"thread-context FTS index has {context_indexed} rows for {memories} memories; "
             "POST /api/repair/check-fts with repair",
         )
-    if runtime.embeddings.state != "disabled" and coverage < 0.8:
-        d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
+    emb = runtime.embeddings
+    failing = emb.state == "unavailable" or emb.stopped_error or emb.last_batch_error
+    if emb.state != "disabled" and coverage < 0.8:
+        if failing:
+            d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
+        else:  # a backlog the embedder is working through (a bulk import): load, not a fault
+            d.metrics["embedding_backlog"] = active - embedded
     return d
 
 
@@ -179,7 +216,17 @@ def provider_domain(conn: Connection, runtime: Sources) -> Domain:
             f"({emb.settings.base_url or emb.settings.provider})",
         )
     ext = runtime.settings.memory.pipeline.extraction  # the LLM pipeline: which provider, and why it waits
-    d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": runtime.pipeline.wait_reason()}
+    waiting = runtime.pipeline.wait_reason()
+    d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": waiting}
+    pending = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status IN ('pending', 'leased')"))
+    if pending and waiting is None:  # jobs that should run: is the provider there? (a cached probe)
+        reachable, why = runtime.pipeline.health()
+        if not reachable:
+            d.penalize(
+                0.4,
+                f"LLM provider {ext.provider!r} is unreachable ({why}) and {pending} jobs wait: start it, or fix "
+                "memory.pipelineV2.extraction in agent.yaml (endpoint, model, api_key) and restart the daemon",
+            )
     if _table_exists(conn, "llm_calls"):
         rows = list(
             conn.execute(
@@ -226,10 +273,12 @@ def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
 def diagnose(runtime: Sources) -> dict[str, Any]:
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
+    waiting = runtime.pipeline.wait_reason()
+    fault = runtime.pipeline.provider_error is not None
 
     def read(conn: Connection) -> list[Domain]:
         return [
-            _guarded("queue", lambda: queue_domain(conn, lease_ms, now)),
+            _guarded("queue", lambda: queue_domain(conn, lease_ms, now, waiting, fault=fault)),
             _guarded("storage", lambda: storage_domain(conn)),
             _guarded("index", lambda: index_domain(conn, runtime)),
             _guarded("provider", lambda: provider_domain(conn, runtime)),

@@ -9,7 +9,9 @@ bytes between these two functions.
 
 from __future__ import annotations
 
+import html
 import json
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
@@ -99,8 +101,7 @@ def error_for(status: int, headers: Mapping[str, str], content: bytes) -> Signet
     except ValueError:
         data = None
     if not isinstance(data, dict):
-        text = content.decode("utf-8", "replace").strip()[:200]
-        data = {"error": text or f"HTTP {status}"}
+        data = {"error": foreign_answer(status, content)}
     payload = dict(data)
     payload.setdefault("code", CODE_BY_STATUS.get(status, "error"))
     if payload["code"] == RateLimited.code and "retry_after" not in payload:
@@ -112,6 +113,24 @@ def error_for(status: int, headers: Mapping[str, str], content: bytes) -> Signet
     if type(err) is SignetError:
         err.status = status
     return err
+
+
+def foreign_answer(status: int, content: bytes) -> str:
+    """One line for an error answer that is not Signet's JSON (another web server on the
+    port, a proxy's error page): its title or first words, never the whole HTML page."""
+    text = content.decode("utf-8", "replace")
+    if not _TAG.search(text):
+        return " ".join(text.split())[:200] or f"HTTP {status}"
+    title = _TITLE.search(text)
+    words = " ".join(html.unescape(_TAG.sub(" ", title.group(1) if title else text)).split())
+    return (
+        f"HTTP {status} from a server that is not Signet ({words[:120] or 'an HTML page'}); "
+        "is another program listening at this address?"
+    )
+
+
+_TAG = re.compile(r"<[^>]*>")
+_TITLE = re.compile(r"<title[^>]*>(.*?)</title>", re.IGNORECASE | re.DOTALL)
 
 
 def read_response(call: Call[T], status: int, headers: Mapping[str, str], content: bytes) -> T:

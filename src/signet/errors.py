@@ -5,7 +5,8 @@ the HTTP status the daemon answers with, so the API, SDK, MCP and CLI speak one 
 
     SignetError
     ├── InvalidRequest          400 invalid_request
-    │   └── ConfirmationRequired 400 confirm_token_required / confirm_token_mismatch
+    │   ├── ConfirmationRequired 400 confirm_token_required / confirm_token_mismatch
+    │   └── AmbiguousId         400 ambiguous_id (an id prefix several ids start with)
     ├── Unauthorized            401 unauthorized
     ├── Forbidden               403 forbidden
     ├── NotFound                404 not_found
@@ -53,6 +54,12 @@ class InvalidRequest(SignetError):
 
 class ConfirmationRequired(InvalidRequest):
     code = "confirm_token_required"
+
+
+class AmbiguousId(InvalidRequest):
+    """An id prefix that several ids start with; ``candidates`` lists some of them."""
+
+    code = "ambiguous_id"
 
 
 class Unauthorized(SignetError):
@@ -140,6 +147,7 @@ ERRORS_BY_CODE: dict[str, type[SignetError]] = {
     for cls in (
         InvalidRequest,
         ConfirmationRequired,
+        AmbiguousId,
         Unauthorized,
         Forbidden,
         NotFound,

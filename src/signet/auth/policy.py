@@ -61,6 +61,7 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("GET", "/docs"): "none",
     ("GET", "/docs/oauth2-redirect"): "none",
     ("GET", "/redoc"): "none",
+    ("GET", "/docs/assets/{asset}"): "none",
     ("GET", "/"): "none",
     ("GET", "/dashboard/{asset}"): "none",
     ("GET", "/api/auth/whoami"): "none",

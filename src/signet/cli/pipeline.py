@@ -69,7 +69,7 @@ def jobs(
 @pipeline_app.command("requeue")
 def requeue(
     job_id: Annotated[
-        str | None, typer.Argument(help="One dead job; all dead jobs (up to --limit) when omitted.")
+        str | None, typer.Argument(help="One dead job (id or unique prefix); all dead jobs (up to --limit) if omitted.")
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 50,
 ) -> None:

@@ -32,6 +32,7 @@ ROUTERS = [
     "feedback",
     "auth",
     "metrics",
+    "docs",
 ]
 
 
@@ -64,6 +65,9 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         # No OpenTelemetry: a local daemon exports nothing, and FastAPI's native telemetry
         # asks the global providers on every request otherwise (docs/benchmarks.md, latency).
         telemetry={"tracing": False, "metrics": False, "logs": False},
+        # FastAPI's pages load their scripts from a CDN: the daemon serves its own (routes/docs.py).
+        docs_url=None,
+        redoc_url=None,
     )
     app.state.runtime = rt
     install_error_handlers(app)

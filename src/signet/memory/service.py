@@ -72,6 +72,7 @@ from signet.search.vectors import VectorIndex
 from signet.store import space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
+from signet.store.ids import complete_id
 from signet.store.records import load_tags, memory_from_row, now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
@@ -91,11 +92,11 @@ PrepareHook = Callable[[dict[str, Any]], None]
 EXPLICIT_IMPORTANCE = 0.8
 
 
-class MemoryService:
 STORAGE_TTL_S = 30.0
 """How long ``status`` reuses its storage figures."""
 
 
+class MemoryService:
     def __init__(
         self,
         db: Database,
@@ -113,8 +114,8 @@ STORAGE_TTL_S = 30.0
         self.recaller = Recaller(db, settings, index, embeddings, keywords)
         self.workspace_root = workspace_root
         self.started = time.time()
-        self.prepare_hooks: list[PrepareHook] = []
         self._storage_cache: tuple[float, StorageStatus] | None = None
+        self.prepare_hooks: list[PrepareHook] = []
         """Called by :meth:`_prepare` with the memory dict, on the caller's thread before the
         write is queued: work that needs no transaction belongs here, not on the writer
         thread, which every write waits for in turn. They may add keys (the dict's SQL uses
@@ -442,7 +443,7 @@ STORAGE_TTL_S = 30.0
     def similar(self, memory_id: str, *, limit: int = 10, scope: ReadScope = UNSCOPED) -> RecallResponse:
         """Vector neighbours of a stored memory."""
         started = time.perf_counter()
-        self.get(memory_id, scope=scope)
+        memory_id = self.get(memory_id, scope=scope).id  # also the full id of a prefix
         vec = self.index.vector_of(memory_id)
         results: list[RecallResult] = []
         if vec is not None:
@@ -488,7 +489,15 @@ STORAGE_TTL_S = 30.0
     def _row(self, conn: Connection, memory_id: str) -> Any:
         return conn.execute("SELECT * FROM memories WHERE id = ?", (memory_id,)).fetchone()
 
+    def full_id(self, memory_id: str, scope: ReadScope = UNSCOPED) -> str:
+        """The id a caller's id or unique id prefix names, among the memories ``scope`` reads
+        (deleted ones included: recover and history take them); :class:`AmbiguousId` when
+        several start with it (signet.store.ids)."""
+        where, params = scope.sql("m")
+        return self.db.read(lambda c: complete_id(c, "memories", memory_id, where=where, params=params))
+
     def get(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> Memory:
+        memory_id = self.full_id(memory_id, scope)
         row = self.db.read(lambda c: self._row(c, memory_id))
         if row is None or not scope.allows(row):
             raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
@@ -513,6 +522,8 @@ STORAGE_TTL_S = 30.0
         )
 
     def history(self, memory_id: str, *, scope: ReadScope = UNSCOPED) -> HistoryResponse:
+        memory_id = self.full_id(memory_id, scope)
+
         def read(conn: Connection) -> tuple[Any, list[Any]]:
             return self._row(conn, memory_id), list(
                 conn.execute(
@@ -558,7 +569,9 @@ STORAGE_TTL_S = 30.0
             if p.project is not None:
                 scope.check_project(p.project)
         who = req.changed_by or changed_by
-        results = [self._apply_patch(p, p.reason or req.reason or "", who, actor_type, scope) for p in req.patches]
+        # Every id prefix is resolved before any patch lands: an ambiguous one refuses the batch.
+        patches = [p.model_copy(update={"id": self.full_id(p.id, scope)}) for p in req.patches]
+        results = [self._apply_patch(p, p.reason or req.reason or "", who, actor_type, scope) for p in patches]
         return ModifyResponse(results=results, updated=sum(1 for r in results if r.status == "updated"))
 
     def patch(
@@ -570,6 +583,7 @@ STORAGE_TTL_S = 30.0
         actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
     ) -> ModifyResult:
+        memory_id = self.full_id(memory_id, scope)
         fields = req.model_dump(exclude_unset=True, exclude={"reason", "if_version", "changed_by"})
         patch = ModifyPatch(id=memory_id, reason=req.reason, if_version=req.if_version, **fields)
         result = self._apply_patch(patch, req.reason, req.changed_by or changed_by, actor_type, scope)
@@ -767,7 +781,7 @@ STORAGE_TTL_S = 30.0
             raise InvalidRequest("say what to forget: ids, a query, or at least one filter")
         where, params = flt.sql(self.decay_rate)
         if req.ids:
-            ids = list(dict.fromkeys(req.ids))
+            ids = list(dict.fromkeys(self.full_id(i, flt.scope) for i in req.ids))
             marks = ",".join("?" for _ in ids)
             rows = self.db.read(
                 lambda c: list(
@@ -870,6 +884,7 @@ STORAGE_TTL_S = 30.0
     ) -> DeleteResponse:
         if not reason.strip():
             raise InvalidRequest("delete needs a non-empty 'reason'")
+        memory_id = self.full_id(memory_id, scope)
 
         def write(conn: Connection) -> int | None:
             row = self._row(conn, memory_id)
@@ -958,6 +973,7 @@ STORAGE_TTL_S = 30.0
         if self.settings.memory.pipeline.mutations_frozen:
             raise MutationsFrozen("mutations are frozen (memory.pipelineV2.mutationsFrozen): recovery is disabled")
         window = timedelta(days=self.settings.retention.tombstone_days)
+        memory_id = self.full_id(memory_id, scope)
 
         def write(conn: Connection) -> RecoverResponse:
             row = self._row(conn, memory_id)
@@ -1110,9 +1126,9 @@ STORAGE_TTL_S = 30.0
             embedding=embedding,
             vector_search=vs,
             keyword_index=keywords,
+            storage=self._storage(),
             warnings=warnings,
         )
-            storage=self._storage(),
 
     def _storage(self) -> StorageStatus:
         """The store's size against its text and vectors, measured at most every

@@ -14,6 +14,7 @@ same methods as coroutines.
 """
 
 from signet.errors import (
+    AmbiguousId,
     ConfirmationRequired,
     Conflict,
     DaemonUnavailable,
@@ -33,6 +34,7 @@ from signet.sdk._client import AsyncSignetClient, SignetClient
 from signet.sdk._core import Call
 
 __all__ = [
+    "AmbiguousId",
     "AsyncSignetClient",
     "Call",
     "ConfirmationRequired",

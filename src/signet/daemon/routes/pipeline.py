@@ -12,6 +12,7 @@ from signet.daemon.deps import RuntimeDep
 from signet.errors import NotFound
 from signet.models import ErrorResponse, StrictModel
 from signet.pipeline import queue
+from signet.store.ids import complete_id
 
 router = APIRouter(
     tags=["pipeline"],
@@ -152,8 +153,9 @@ def list_jobs(
 
 @router.get("/api/pipeline/jobs/{job_id}", response_model=JobView)
 def get_job(job_id: str, runtime: RuntimeDep) -> JobView:
-    """One job with its payload, result (counts, warnings, writes) and last error."""
-    row = runtime.db.read(lambda c: queue.get_job(c, job_id))
+    """One job with its payload, result (counts, warnings, writes) and last error; a unique
+    prefix of its id will do."""
+    row = runtime.db.read(lambda c: queue.get_job(c, complete_id(c, "memory_jobs", job_id, noun="job")))
     if row is None:
         raise NotFound(f"job '{job_id}' not found", id=job_id)
     return _view(row)
@@ -163,11 +165,13 @@ def get_job(job_id: str, runtime: RuntimeDep) -> JobView:
 def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> RequeueResponse:
     """Dead-letter jobs back to pending with attempts reset (at most ``limit``, default 50)."""
     req = body or RequeueRequest()
-    if req.job_id is not None:
-        job_id = req.job_id
+    job_id = req.job_id
+    if job_id is not None:
+        given = job_id
+        job_id = runtime.db.read(lambda c: complete_id(c, "memory_jobs", given, noun="job"))
         if runtime.db.read(lambda c: queue.get_job(c, job_id)) is None:
-            raise NotFound(f"job '{req.job_id}' not found", id=req.job_id)
-    ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=req.job_id))
+            raise NotFound(f"job '{given}' not found", id=given)
+    ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=job_id))
     runtime.pipeline.worker.notify()
     return RequeueResponse(requeued=ids, count=len(ids))
 

@@ -1,8 +1,8 @@
-"""Small helpers for the ASGI layers in front of the app (auth, the hot path).
+"""Small helpers for the ASGI layers in front of the app (auth, the workspace guard).
 
 They read a header from the raw scope, and read a request body once and hand it on: the auth
-middleware reads JSON bodies (a scoped token's agent and project) and the hot path validates
-them; the app behind them must still receive the body, unchanged.
+middleware reads JSON bodies (a scoped token's agent and project); the app behind it must still
+receive the body, unchanged.
 """
 
 from __future__ import annotations

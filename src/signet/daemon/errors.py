@@ -175,7 +175,7 @@ class CatchAll:
                 if app is not None and isinstance(exc, sqlite3.DatabaseError)
                 else None
             )
-            if typed is not None:  # a damaged page under the hot path: what to do, not "internal error"
+            if typed is not None:  # a damaged page under a request: what to do, not "internal error"
                 await signet_error_response(typed)(scope, receive, tracked)
                 return
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))

@@ -40,6 +40,22 @@ def test_nfc_and_nfd_are_one_memory(api: TestClient) -> None:
     assert found["results"] and found["results"][0]["id"] == first["id"]
 
 
+def test_a_decomposed_query_finds_by_keyword(make_workspace: Callable[..., Workspace]) -> None:
+    """Keyword-only (no embedder, so no vector can mask it): FTS5 splits a decomposed accent
+    into two tokens, so an NFD query must be composed before it is searched. Under load the
+    test above failed this way whenever the memory's vector was not stored yet."""
+    from signet.models import RecallRequest, RememberRequest
+
+    rt = start_runtime(make_workspace(embedding="none"))
+    try:
+        stored = rt.service.remember(RememberRequest(content=TEXT))
+        for query in ("crème brûlée", unicodedata.normalize("NFD", "crème brûlée")):
+            out = rt.service.recall(RecallRequest(query=query, track_access=False))
+            assert out.method == "fts" and [r.id for r in out.results] == [stored.id], query
+    finally:
+        rt.stop()
+
+
 @pytest.mark.parametrize("content", ["\u200b", "\u200b\u200c\u200d", " \ufeff \u2060 ", "\u00ad\n\t"])
 def test_invisible_only_content_is_refused(api: TestClient, content: str) -> None:
     for path, body in (

@@ -27,6 +27,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+import unicodedata
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
@@ -153,6 +154,9 @@ class Recaller:
         min_score: float | None = None,
     ) -> RecallOutcome:
         started = time.perf_counter()
+        # Stored text is NFC (signet.memory.content); FTS5's tokenizer splits a decomposed
+        # accent (NFD "cre\u0300me") into two tokens, so an NFD query would find nothing by keyword.
+        query = unicodedata.normalize("NFC", query)
         cfg = self.settings.search
         alpha = cfg.alpha if alpha is None else alpha
         min_score = cfg.min_score if min_score is None else min_score

@@ -242,7 +242,7 @@ def status(
     st = data.get("storage")
     if st:
         ratio = f", {st['amplification']:.1f}x its text + vectors" if st["amplification"] else ""
-        free = f", {st['free_bytes'] / 2**20:.1f} MiB free" if st["free_bytes"] else ""
+        free = f", {st['free_bytes'] / 2**20:.1f} MiB free" if st["free_bytes"] >= 2**20 else ""
         hint = " (signet repair --vacuum gives purged space back)" if st["auto_vacuum"] != "incremental" else ""
         t.add_row("database", f"{st['file_bytes'] / 2**20:.1f} MiB{ratio}{free}{hint}")
     for w in data["warnings"]:

@@ -72,6 +72,10 @@ class Runtime:
         """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
+        self.after_stop: list[Callable[[Runtime], None]] = []
+        """Run once everything is stopped and the database closed: the daemon releases its
+        lock here, so `signet stop` returns only when the memory count is recorded and no
+        thread still touches the files."""
         self.pipeline = Pipeline(self.settings.memory.pipeline, self.db, self.service)
         self.hooks = HookService(
             self.db,
@@ -160,6 +164,8 @@ class Runtime:
             self.keywords.stop()
         self.embeddings.stop()
         self.db.close()
+        for fn in self.after_stop:
+            fn(self)
 
     def __enter__(self) -> Runtime:
         return self.start()

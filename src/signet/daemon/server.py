@@ -115,13 +115,15 @@ def serve(
     def stopped(_: Runtime) -> None:
         # uvicorn re-raises SIGTERM after shutdown, so a ``finally`` after run() may never
         # execute: clean up from the lifespan, which always completes first (also when the
-        # port turns out to be taken: uvicorn shuts the lifespan down, then exits).
+        # port turns out to be taken: uvicorn shuts the lifespan down, then exits). Last of
+        # all (Runtime.after_stop): `signet stop` waits for the lock, so it must not return
+        # before the memory count is recorded and the database closed.
         remove_pid(ws)
         lock.release()
         log.info("signet daemon stopped")
 
     runtime.on_start.insert(0, started)
-    runtime.on_stop.insert(0, stopped)
+    runtime.after_stop.append(stopped)
     app = create_app(runtime)
     cfg = ws.settings().daemon
     limits = connections.configure(

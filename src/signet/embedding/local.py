@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import os
 import threading
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -50,6 +51,15 @@ Backend = Literal["auto", "onnx", "torch"]
 _LOADED: dict[str, Any] = {}
 _LOADED_LOCK = threading.Lock()
 _FALLBACKS_LOGGED: set[str] = set()
+
+
+def _onnx_once(key: str, make: Callable[[], OnnxModel]) -> OnnxModel:
+    """The ONNX model loaded under ``key`` in this process, made by ``make`` the first time."""
+    with _LOADED_LOCK:
+        model: OnnxModel | None = _LOADED.get(key)
+        if model is None:
+            model = _LOADED[key] = make()
+    return model
 
 
 def set_threads(threads: int) -> None:
@@ -173,12 +183,7 @@ class LocalEmbedder:
         onnx_model.import_runtime()
         # Keyed by the export's path (cache dir + fingerprint), so a new export is a new session.
         key = f"onnx:{onnx_model.export_path(self.model, Path(path))}:{self.threads}"
-        with _LOADED_LOCK:
-            model: OnnxModel | None = _LOADED.get(key)
-            if model is None:
-                model = onnx_model.load(self.model, Path(path), self.threads)
-                _LOADED[key] = model
-        return model
+        return _onnx_once(key, lambda: onnx_model.load(self.model, Path(path), self.threads))
 
     def _load_packaged(self, tokenizer_dir: str) -> OnnxModel:
         from signet.embedding import onnx_model, packaged
@@ -186,12 +191,7 @@ class LocalEmbedder:
         onnx_model.import_runtime()
         graph = packaged.model_file()
         key = f"onnx:{graph}:{self.threads}"
-        with _LOADED_LOCK:
-            model: OnnxModel | None = _LOADED.get(key)
-            if model is None:
-                model = onnx_model.OnnxModel.open(graph, Path(tokenizer_dir), self.threads)
-                _LOADED[key] = model
-        return model
+        return _onnx_once(key, lambda: onnx_model.OnnxModel.open(graph, Path(tokenizer_dir), self.threads))
 
     def _load_torch(self, path: str) -> None:
         with _LOADED_LOCK:

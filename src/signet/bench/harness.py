@@ -27,9 +27,12 @@ def no_progress(task: str, done: int, total: int) -> None:
 
 
 @contextmanager
-def bench_runtime(embedding: str = "local", root: Path | None = None, model: str | None = None) -> Iterator[Runtime]:
+def bench_runtime(
+    embedding: str = "local", root: Path | None = None, model: str | None = None, vector_cache: Path | None = None
+) -> Iterator[Runtime]:
     """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given); ``model``
-    replaces the provider's default embedding model (to compare models on the same data)."""
+    replaces the provider's default embedding model (to compare models on the same data);
+    ``vector_cache`` is a directory of persistent text → vector caches (signet.bench.vector_cache)."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
         ws = Workspace(root if root is not None else Path(tmp) / "ws")
@@ -48,6 +51,11 @@ def bench_runtime(embedding: str = "local", root: Path | None = None, model: str
                     time.sleep(0.05)
                 if rt.embeddings.state != "ready":
                     raise RuntimeError(f"embedder not ready: {rt.embeddings.error}")
+                if vector_cache is not None and rt.embeddings.embedder is not None:
+                    from signet.bench.vector_cache import CachedEmbedder, VectorCache, cache_file
+
+                    cache = VectorCache(cache_file(vector_cache, rt.embeddings.model_key))
+                    rt.embeddings.embedder = CachedEmbedder(rt.embeddings.embedder, cache)
             yield rt
         finally:
             rt.stop()

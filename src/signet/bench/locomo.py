@@ -210,7 +210,8 @@ def run(
     limit_conversations: int | None = None,
     limit_questions: int | None = None,
     progress: Progress = no_progress,
+    vector_cache: Path | None = None,
 ) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
-    with bench_runtime(embedding, model=model) as rt:
+    with bench_runtime(embedding, model=model, vector_cache=vector_cache) as rt:
         return evaluate(conversations, rt, progress=progress)

@@ -162,13 +162,14 @@ def run(
     limit: int | None = None,
     out: Path | None = None,
     progress: Progress = no_progress,
+    vector_cache: Path | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
     items = json.loads(read_text(path))
     if not isinstance(items, list):
         raise ValueError("a LongMemEval file is a JSON list of questions")
     rankings: list[dict[str, Any]] = []
-    with bench_runtime(embedding, model=model) as rt:
+    with bench_runtime(embedding, model=model, vector_cache=vector_cache) as rt:
         report = evaluate(items[:limit], rt, progress=progress, rankings=rankings)
     if out is not None:
         write_rankings(out, rankings)

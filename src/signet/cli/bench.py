@@ -76,6 +76,13 @@ def locomo_cmd(
     conversations: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
     questions: Annotated[int | None, typer.Option(help="Only the first N questions per conversation.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    vector_cache: Annotated[
+        Path | None,
+        typer.Option(
+            file_okay=False,
+            help="Directory of text → vector caches (per model): a stopped run resumes, a re-run embeds nothing.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LoCoMo: recall@5/10, hit, all, MRR per category, recall latency and ingest time."""
@@ -90,6 +97,7 @@ def locomo_cmd(
                 limit_conversations=conversations,
                 limit_questions=questions,
                 progress=progress,
+                vector_cache=vector_cache,
             )
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LoCoMo file: {exc}", param_hint="PATH") from exc
@@ -110,6 +118,13 @@ def longmemeval_cmd(
         Path | None,
         typer.Option(help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question."),
     ] = None,
+    vector_cache: Annotated[
+        Path | None,
+        typer.Option(
+            file_okay=False,
+            help="Directory of text → vector caches (per model): a stopped run resumes, a re-run embeds nothing.",
+        ),
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
@@ -117,7 +132,15 @@ def longmemeval_cmd(
 
     try:
         with _bars() as progress:
-            rep = longmemeval.run(path, embedding=embedding, model=model, limit=limit, out=out, progress=progress)
+            rep = longmemeval.run(
+                path,
+                embedding=embedding,
+                model=model,
+                limit=limit,
+                out=out,
+                progress=progress,
+                vector_cache=vector_cache,
+            )
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LongMemEval file: {exc}", param_hint="PATH") from exc
     _print(rep, as_json)

@@ -132,17 +132,88 @@ class GraphSettings(Section):
     enabled: bool = True
 
 
+class TelemetrySettings(Section):
+    """Local telemetry (docs/operations.md): an event log of counts and timings in the workspace
+    database, and the opt-in recall QA ledger. Nothing is ever sent anywhere."""
+
+    # The spec's anonymous telemetry went to PostHog; nothing is sent here, so its keys are
+    # accepted and dropped.
+    legacy_keys = frozenset({"posthogHost", "posthogApiKey", "deploymentRole", "installChannel"})
+
+    enabled: bool = Field(
+        True, description="keep the local event log (counts and timings only, never prompts or memory content)"
+    )
+    memory_search_qa_enabled: bool = Field(
+        False,
+        alias="memorySearchQaEnabled",
+        description="record every recall's query text and results in memory_search_telemetry (sensitive; local only)",
+    )
+    retention_days: int = Field(90, ge=1, le=365, alias="retentionDays", description="events and ledger rows kept")
+    max_events: int = Field(100_000, ge=1000, le=10_000_000, alias="maxEvents", description="events kept at most")
+    flush_interval_ms: int = Field(
+        5000, ge=100, le=600_000, alias="flushIntervalMs", description="how often buffered events are written"
+    )
+    flush_batch_size: int = Field(
+        50, ge=1, le=500, alias="flushBatchSize", description="write at once when this many events wait"
+    )
+
+
+class AutonomousSettings(Section):
+    """The maintenance worker and the repair gate's switches (spec: ``autonomous.*``;
+    docs/operations.md). The spec's ``allowUpdateDelete`` here is ``pipelineV2.allowUpdateDelete``."""
+
+    enabled: bool = Field(True, description="run the maintenance worker; agent-role callers may trigger repairs")
+    frozen: bool = Field(False, description="hard stop: every repair is refused, whoever asks; the worker only plans")
+    maintenance_mode: Literal["observe", "execute"] = Field(
+        "execute", alias="maintenanceMode", description="observe: log the planned repairs; execute: run them"
+    )
+    maintenance_interval_ms: int = Field(
+        1_800_000, ge=1000, le=86_400_000, alias="maintenanceIntervalMs", description="time between two cycles"
+    )
+
+
+class RepairSettings(Section):
+    """The repair gate's per-action cooldowns and hourly budgets (spec: ``repair.*``). Cooldowns
+    bind the maintenance worker and agents; an operator's own call is held to the hourly budget."""
+
+    requeue_cooldown_ms: int = Field(60_000, ge=0, le=3_600_000, alias="requeueCooldownMs")
+    requeue_hourly_budget: int = Field(
+        50, ge=1, le=1000, alias="requeueHourlyBudget", description="requeue, leases, sweep, orphans"
+    )
+    reembed_cooldown_ms: int = Field(300_000, ge=0, le=3_600_000, alias="reembedCooldownMs")
+    reembed_hourly_budget: int = Field(
+        10, ge=1, le=1000, alias="reembedHourlyBudget", description="re-embed; keyword index rebuilds: at most 5"
+    )
+    dedup_cooldown_ms: int = Field(600_000, ge=0, le=3_600_000, alias="dedupCooldownMs")
+    dedup_hourly_budget: int = Field(3, ge=1, le=100, alias="dedupHourlyBudget")
+    dedup_semantic_threshold: float = Field(
+        0.92, ge=0.5, le=1.0, alias="dedupSemanticThreshold", description="cosine at which two memories are duplicates"
+    )
+    dedup_batch_size: int = Field(100, ge=1, le=1000, alias="dedupBatchSize", description="merges per deduplicate call")
+
+
+_FLAT_REPAIR_KEYS = {
+    "autonomousEnabled": ("autonomous", "enabled"),
+    "autonomousFrozen": ("autonomous", "frozen"),
+    "maintenanceMode": ("autonomous", "maintenanceMode"),
+    "maintenanceIntervalMs": ("autonomous", "maintenanceIntervalMs"),
+    "repairReembedCooldownMs": ("repair", "reembedCooldownMs"),
+    "repairReembedHourlyBudget": ("repair", "reembedHourlyBudget"),
+    "repairRequeueCooldownMs": ("repair", "requeueCooldownMs"),
+    "repairRequeueHourlyBudget": ("repair", "requeueHourlyBudget"),
+}
+"""The spec's older flat ``pipelineV2`` keys for the nested ``autonomous`` / ``repair`` ones."""
+
+
 class PipelineSettings(Section):
-    # The spec's maintenance worker (``autonomous``), prospective hints, the recall QA ledger
-    # (``telemetry``) and document chunking are not implemented here; their settings are read
-    # by nothing.
+    # The spec's prospective hints and document chunking
+    # are not implemented here; their settings are read by nothing. ``telemetryEnabled`` is the
+    # spec's switch for sending anonymous events, and nothing is sent here (``telemetry.enabled``
+    # governs the local event log).
     legacy_keys = frozenset(
         {
-            "autonomous",
-            "autonomousEnabled",
-            "autonomousFrozen",
             "hints",
-            "telemetry",
+            "telemetryEnabled",
             "documentChunkSize",
             "documentChunkOverlap",
         }
@@ -162,6 +233,28 @@ class PipelineSettings(Section):
                 data["graph"] = {**graph, "enabled": flag}
         return data
 
+    @model_validator(mode="before")
+    @classmethod
+    def _flat_repair_keys(cls, data: Any) -> Any:
+        """The spec's flat ``autonomousEnabled``, ``maintenanceMode``, ``repair*Ms``… are the nested
+        ``autonomous`` / ``repair`` keys (a nested value wins); ``autonomous.allowUpdateDelete`` is
+        ``allowUpdateDelete`` here."""
+        if not isinstance(data, dict):
+            return data
+        data = dict(data)
+        for flat, (section, key) in _FLAT_REPAIR_KEYS.items():
+            if flat in data:
+                value = data.pop(flat)
+                nested = data.get(section)
+                if nested is None or isinstance(nested, dict):  # anything else fails validation as it is
+                    data[section] = {key: value, **(nested or {})}
+        auto = data.get("autonomous")
+        if isinstance(auto, dict) and "allowUpdateDelete" in auto:
+            auto = dict(auto)
+            data.setdefault("allowUpdateDelete", auto.pop("allowUpdateDelete"))
+            data["autonomous"] = auto
+        return data
+
     enabled: bool = True
     shadow_mode: bool = Field(False, alias="shadowMode")
     mutations_frozen: bool = Field(False, alias="mutationsFrozen")
@@ -178,6 +271,9 @@ class PipelineSettings(Section):
     summarize_handoff: bool = Field(True, alias="summarizeHandoff", description="LLM handoff summaries")
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    autonomous: AutonomousSettings = Field(default_factory=AutonomousSettings)
+    repair: RepairSettings = Field(default_factory=RepairSettings)
+    telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
 
 
 class MemorySettings(Section):
@@ -238,6 +334,26 @@ class DaemonSettings(Section):
     header_timeout_s: float = Field(10.0, gt=0, le=600, description="time to send a request's headers")
     body_timeout_s: float = Field(60.0, gt=0, le=3600, description="time to send a request's body")
     keep_alive_s: int = Field(5, ge=1, le=600, description="an idle keep-alive connection is closed after this")
+    log_max_mb: float = Field(
+        5.0, ge=0.01, le=1024, description="a log file is rotated at this size (docs/operations.md, Logs)"
+    )
+    log_files: int = Field(
+        10, ge=2, le=1000, description="log files kept in all, the oldest removed first: disk <= log_files * log_max_mb"
+    )
+
+
+class BackupSettings(Section):
+    """Database backups (docs/operations.md): taken before every schema migration and on demand
+    (``signet backup``) into ``backups/`` beside the database, rotated, never on a nearly full disk."""
+
+    keep: int = Field(5, ge=1, le=1000, description="backups kept; the oldest is removed first")
+    min_free_mb: int = Field(
+        1024,
+        ge=0,
+        le=100_000_000,
+        description="no backup is written when it would leave less free disk than this (MB)",
+    )
+    before_migration: bool = Field(True, description="back the database up before a schema migration changes it")
 
 
 class HooksSettings(Section):
@@ -303,6 +419,7 @@ class Settings(Section):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    backup: BackupSettings = Field(default_factory=BackupSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     auth_mode: Literal["local", "team", "hybrid"] | None = Field(None, alias="authMode")
     agents: AgentsSettings = Field(default_factory=AgentsSettings)

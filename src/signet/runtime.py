@@ -23,6 +23,8 @@ from signet.hooks.watcher import IdentityWatcher
 from signet.instance import Instance
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
+from signet.ops.maintenance import Maintenance
+from signet.ops.observe import Observability
 from signet.pipeline.runtime import Pipeline
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
@@ -46,7 +48,7 @@ class Runtime:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
-        self.db = Database(self.db_path)
+        self.db = Database(self.db_path, backups=self.settings.backup)
         self.index = VectorIndex()
         self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
@@ -88,6 +90,10 @@ class Runtime:
         )
         self.auth = AuthState(self.settings, workspace.root, self.db, bind_host)
         """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
+        self.maintenance = Maintenance(self)
+        """Repairs through the gate, and the worker that plans and runs them (signet.ops.maintenance)."""
+        self.observability = Observability(self.settings, self.db, self.service, self.embeddings, self.pipeline)
+        """Analytics, the telemetry event log and the recall QA ledger (signet.ops.observe)."""
         self._running = False
 
     def check_store(self) -> None:
@@ -141,6 +147,8 @@ class Runtime:
         self.auth.sync_roster()
         self.pipeline.start()
         self.hooks.summarizer = self.pipeline.summarizer()
+        self.maintenance.start()
+        self.observability.start()
         for fn in self.on_start:
             fn(self)
         self._save_record()
@@ -156,9 +164,11 @@ class Runtime:
                 fn(self)
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
+        self.maintenance.stop()  # before the workers it repairs and the database it reads
         self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()
+        self.observability.stop()  # its last events are written before the database closes
         self._save_record()
         if self.keywords is not None:
             self.keywords.stop()

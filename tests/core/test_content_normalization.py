@@ -4,6 +4,7 @@ says so once, without a traceback (real runtime, real fake-free failure: nothing
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import subprocess
@@ -163,7 +164,7 @@ def test_a_daemon_without_its_llm_says_so_once_in_its_log(tmp_path: Path) -> Non
         assert signet("stop").returncode == 0
     text = _read(logs)
     said = [line for line in text.splitlines() if "LLM did not answer" in line]
-    assert len(said) == 1 and " WARNING " in said[0], said
+    assert len(said) == 1 and json.loads(said[0])["level"] == "WARNING", said  # JSON Lines (signet.ops.logs)
     assert "Traceback" not in text, text
 
 

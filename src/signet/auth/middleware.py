@@ -85,6 +85,7 @@ class AuthMiddleware:
         else:
             if token is not None:
                 claims = st.authenticate(token)
+                scope.setdefault("state", {})["actor"] = claims.sub  # a refusal below is still attributed
             elif permission != "none":
                 raise Unauthorized("authentication required: send Authorization: Bearer <token>")
             ctx = AuthContext(st.mode, local=False, claims=claims)

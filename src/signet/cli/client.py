@@ -11,6 +11,7 @@ a user can act on (the port, both paths). Nothing heavy is imported: httpx and p
 
 from __future__ import annotations
 
+from contextlib import AbstractContextManager
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -64,3 +65,13 @@ class DaemonClient(SignetClient):
     def post_json(self, path: str, body: Any = None) -> Any:
         """``POST path`` with a JSON ``body``; the JSON answer as it is."""
         return self._execute(Call("POST", path, _as_is, json=body))
+
+    def stream(self, path: str, *, read_timeout: float, **params: Any) -> AbstractContextManager[httpx.Response]:
+        """``GET path`` as a stream (server-sent events): the response with its body unread. A
+        read waits at most ``read_timeout`` seconds (the server's heartbeat keeps it alive)."""
+        return self._http.stream(
+            "GET",
+            path,
+            params={k: v for k, v in params.items() if v is not None},
+            timeout=httpx.Timeout(10.0, read=read_timeout),
+        )

@@ -1,4 +1,4 @@
-"""Daemon lifecycle: daemon (foreground), start, stop, restart, status, logs."""
+"""Daemon lifecycle: daemon (foreground), start, stop, restart, status (logs: signet.cli.logs)."""
 
 from __future__ import annotations
 
@@ -34,14 +34,34 @@ AcceptEmpty = Annotated[
 ]
 
 
+StderrLevel = Annotated[
+    str,
+    typer.Option(
+        "--stderr-level",
+        hidden=True,
+        help="Least level written to stderr (`signet start` asks for warning: its stderr is a file).",
+    ),
+]
+
+
 @app.command()
-def daemon(host: HostOpt = None, port: PortOpt = None, accept_empty_database: AcceptEmpty = False) -> None:
+def daemon(
+    host: HostOpt = None,
+    port: PortOpt = None,
+    accept_empty_database: AcceptEmpty = False,
+    stderr_level: StderrLevel = "info",
+) -> None:
     """Run the daemon in the foreground (logs to stderr and the workspace log)."""
     from signet.daemon.server import serve
+    from signet.ops.logs import parse_level
 
+    try:
+        level = parse_level(stderr_level)
+    except ValueError as exc:
+        raise SignetError(str(exc)) from None
     ws = Workspace.from_env()
     h, p = resolve_address(host, port)
-    serve(ws, h, p, accept_empty_database=accept_empty_database)
+    serve(ws, h, p, stderr_level=level, accept_empty_database=accept_empty_database)
 
 
 def _abandon(proc: subprocess.Popen[bytes], ws: Workspace) -> None:
@@ -122,6 +142,10 @@ def start(
                 h,
                 "--port",
                 str(p),
+                # daemon.out keeps what goes wrong (start-up failures, crashes), not a second,
+                # unrotated copy of the log, which is in .daemon/logs/daemon-DAY.log
+                "--stderr-level",
+                "warning",
                 *(["--accept-empty-database"] if accept_empty_database else []),
             ],
             stdout=fh,
@@ -248,30 +272,3 @@ def status(
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)
     Console().print(t)
-
-
-@app.command()
-def logs(
-    lines: Annotated[int, typer.Option("-n", "--lines", min=1)] = 50,
-    follow: Annotated[bool, typer.Option("-f", "--follow")] = False,
-) -> None:
-    """Show today's daemon log."""
-    ws = Workspace.from_env()
-    path = ws.log_path()
-    if not path.exists():
-        raise SignetError(f"no log for today at {path}; is the daemon running? (`signet start`)")
-    text = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    for line in text[-lines:]:
-        typer.echo(line)
-    if follow:
-        with path.open(encoding="utf-8", errors="replace") as fh:
-            fh.seek(0, 2)
-            try:
-                while True:
-                    line = fh.readline()
-                    if line:
-                        typer.echo(line.rstrip("\n"))
-                    else:
-                        time.sleep(0.3)
-            except KeyboardInterrupt:
-                return

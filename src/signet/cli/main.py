@@ -19,6 +19,9 @@ COMMAND_MODULES = [
     "mcp_server",
     "token",
     "repair",
+    "backup",
+    "transfer",
+    "logs",
 ]
 
 for _name in COMMAND_MODULES:

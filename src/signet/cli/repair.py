@@ -4,6 +4,7 @@ a store made before incremental auto-vacuum (``--vacuum``). Both need the daemon
 from __future__ import annotations
 
 import shutil
+from pathlib import Path
 from typing import Annotated
 
 import typer
@@ -51,6 +52,7 @@ def repair(
         report = recover_database(path)
         memories = report.tables.get("memories", 0)
         StoreRecord(ws.daemon_dir).save(memories)
+        orphaned = _clean_orphans(path)
     finally:
         lock.release()
     rows = sum(report.tables.values())
@@ -58,8 +60,34 @@ def repair(
     typer.echo(
         f"recovered {memories} memories ({rows} rows in {len(report.tables)} tables)"
         + (f"; {skipped} unreadable rows skipped" if skipped else "")
+        + (f"; {orphaned} rows of memories that could not be recovered removed" if orphaned else "")
         + f"; the damaged file is kept at {report.damaged_copy}; start the daemon with `signet start`"
     )
+
+
+def _clean_orphans(path: Path) -> int:
+    """Vectors, graph links, jobs, injection log and ratings of the memories a damaged page took
+    with it point at nothing in the recovered store: removed (signet.ops.orphans), so the
+    store starts clean instead of with a fault for the maintenance worker."""
+    from signet.ops import orphans
+    from signet.store.database import connect
+
+    conn = connect(path)
+    total = 0
+    try:
+        while True:
+            conn.execute("BEGIN IMMEDIATE")
+            try:
+                removed = sum(orphans.clean(conn).values())
+                conn.execute("COMMIT")
+            except BaseException:
+                conn.execute("ROLLBACK")
+                raise
+            total += removed
+            if not removed:
+                return total
+    finally:
+        conn.close()
 
 
 def _vacuum(ws: Workspace) -> None:

@@ -52,6 +52,7 @@ def revoke_cmd(
 ) -> None:
     """Add a token to the persistent revocation list (no secret rotation needed)."""
     ws = Workspace.from_env()
-    with Database(ws.database_path(ws.settings())) as db:
+    settings = ws.settings()
+    with Database(ws.database_path(settings), backups=settings.backup) as db:
         claims = revoke(db, token.strip(), load_secret(ws.root), reason)
     typer.echo(f"revoked token of {claims.sub} (role {claims.role})")

@@ -11,6 +11,7 @@ from starlette.routing import BaseRoute, Route
 
 from signet import __version__
 from signet.auth.install import install_auth
+from signet.daemon.analytics_middleware import AnalyticsMiddleware
 from signet.daemon.errors import BodySizeLimit, CatchAll, install_error_handlers
 from signet.daemon.idle import IdleTrim
 from signet.daemon.workspace_guard import WorkspaceGuard
@@ -33,6 +34,10 @@ ROUTERS = [
     "auth",
     "metrics",
     "docs",
+    "backup",
+    "transfer",
+    "analytics",
+    "logs",
 ]
 
 
@@ -78,6 +83,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing
+    app.add_middleware(AnalyticsMiddleware, analytics=rt.observability.analytics)  # usage, latency, errors
     app.state.responses = {"2xx": 0, "3xx": 0, "4xx": 0, "5xx": 0, "work": 0}
     responses = app.state.responses
     app.state.idle = IdleTrim(lambda: responses["work"])  # memory back to the system when idle

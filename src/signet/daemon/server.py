@@ -14,23 +14,30 @@ from signet.workspace import Workspace
 log = logging.getLogger("signet")
 
 
-def configure_logging(ws: Workspace, *, to_stderr: bool = True) -> Path:
-    ws.logs_dir.mkdir(parents=True, exist_ok=True)
-    path = ws.log_path()
-    fmt = logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s")
+def configure_logging(ws: Workspace, *, to_stderr: bool = True, stderr_level: int = logging.INFO) -> Path:
+    """JSON Lines into the workspace log (size-rotated, bounded: signet.ops.logs), the live
+    broker behind ``/api/logs`` and ``/api/logs/stream``, and readable lines on stderr."""
+    from signet.ops.logs import BROKER, TextFormatter, WorkspaceLogHandler
+
+    cfg = ws.settings().daemon
     root = logging.getLogger()
     root.setLevel(logging.INFO)
     # A log line that cannot be written (full disk) must not print a traceback per line, or
     # crash anything: the condition is reported through /health instead.
     logging.raiseExceptions = False
-    file_handler = logging.FileHandler(path, encoding="utf-8")
-    file_handler.setFormatter(fmt)
+    # httpx logs every request at INFO with its full URL (a provider's key may ride in the query
+    # string), and the MCP tools' in-process calls would fill the log with them.
+    for chatty in ("httpx", "httpcore"):
+        logging.getLogger(chatty).setLevel(logging.WARNING)
+    file_handler = WorkspaceLogHandler(ws.logs_dir, max_bytes=int(cfg.log_max_mb * 2**20), files=cfg.log_files)
     root.addHandler(file_handler)
+    root.addHandler(BROKER)
     if to_stderr:
         stream = logging.StreamHandler()
-        stream.setFormatter(fmt)
+        stream.setFormatter(TextFormatter())
+        stream.setLevel(stderr_level)
         root.addHandler(stream)
-    return path
+    return Path(file_handler.baseFilename)
 
 
 def write_pid(ws: Workspace) -> None:
@@ -77,7 +84,13 @@ def _read_only_fs(path: Path) -> bool:
 
 
 def serve(
-    ws: Workspace, host: str, port: int, *, log_to_stderr: bool = True, accept_empty_database: bool = False
+    ws: Workspace,
+    host: str,
+    port: int,
+    *,
+    log_to_stderr: bool = True,
+    stderr_level: int = logging.INFO,
+    accept_empty_database: bool = False,
 ) -> None:
     """Run until SIGINT/SIGTERM. The app answers /health before the model has loaded.
 
@@ -100,11 +113,11 @@ def serve(
         raise SignetError(
             f"a Signet daemon already serves {ws.root}{where}; stop it first with `signet stop`", code="already_running"
         )
-    configure_logging(ws, to_stderr=log_to_stderr)
+    configure_logging(ws, to_stderr=log_to_stderr, stderr_level=stderr_level)
     # bind_host: a name the Host header may carry (signet.auth)
     runtime = Runtime(ws, bind_host=host, accept_empty_database=accept_empty_database)
     runtime.check_store()  # an emptied database: one line here, before anything serves
-    probe = Database(runtime.db_path)
+    probe = Database(runtime.db_path, backups=runtime.settings.backup)  # a migration backs up first
     probe.open()  # a database that cannot be opened (full disk, damaged beyond opening): one line here
     probe.close()
 

@@ -98,6 +98,9 @@ def lower_priority(nice: int = BACKGROUND_NICE) -> bool:
     return True
 
 
+EmbedListener = Callable[[str, int, float, BaseException | None], None]
+
+
 class EmbeddingService:
     def __init__(self, db: Database, settings: EmbeddingSettings, index: VectorSink) -> None:
         self.db = db
@@ -126,6 +129,23 @@ class EmbeddingService:
         self._query_failed_at: float | None = None
         self._query_failure: str | None = None
         self._probing = False
+        self.listeners: list[EmbedListener] = []
+        """Told of every provider call: (kind: query/write/background, texts, seconds, the
+        error or None). Analytics and telemetry listen (signet.ops.observe); they must not raise."""
+
+    def _embed(self, texts: list[str], kind: str) -> Vectors:
+        """One provider call, timed and reported to :attr:`listeners` (failures too)."""
+        assert self.embedder is not None
+        started = time.perf_counter()
+        error: BaseException | None = None
+        try:
+            return self.embedder.embed(texts)
+        except BaseException as exc:
+            error = exc
+            raise
+        finally:
+            for fn in self.listeners:
+                fn(kind, len(texts), time.perf_counter() - started, error)
 
     @property
     def model_key(self) -> str:
@@ -284,7 +304,7 @@ class EmbeddingService:
         for r in rows:
             by_hash.setdefault(r["content_hash"], r["content"])
         hashes = list(by_hash)
-        vectors = self.embedder.embed([by_hash[h] for h in hashes])
+        vectors = self._embed([by_hash[h] for h in hashes], "background")
         self.store_vectors(hashes, vectors)
         if not self._swept:
             self._sweep_from = max(int(r["seq"]) for r in rows)
@@ -390,7 +410,7 @@ class EmbeddingService:
             probe = self._query_failed_at is not None
             self._probing = self._probing or probe
         try:
-            vec: Vectors = self.embedder.embed([text])[0]
+            vec: Vectors = self._embed([text], "query")[0]
         except EmbeddingError as exc:
             self._provider_failed(exc)
             raise
@@ -420,7 +440,7 @@ class EmbeddingService:
             if self._paused_reason(self.clock()) is not None:
                 return None
         try:
-            vectors = self.embedder.embed(texts)
+            vectors = self._embed(texts, "write")
         except EmbeddingError as exc:
             self._provider_failed(exc)
             raise

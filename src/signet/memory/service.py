@@ -89,6 +89,7 @@ _INSERT_SQL = (
 
 RememberHook = Callable[[Any, dict[str, Any]], None]
 PrepareHook = Callable[[dict[str, Any]], None]
+RecallHook = Callable[[RecallRequest, RecallResponse, ReadScope], None]
 EXPLICIT_IMPORTANCE = 0.8
 
 
@@ -122,6 +123,9 @@ class MemoryService:
         only its named columns)."""
         self.on_remember_tx: list[RememberHook] = []
         """Called inside the remember transaction with (conn, memory dict) for new memories."""
+        self.on_recall: list[RecallHook] = []
+        """Called after every recall with (request, response, scope): analytics, telemetry and
+        the recall QA ledger listen here (signet.ops.observe). They must be cheap and not raise."""
 
     @property
     def decay_rate(self) -> float:
@@ -414,7 +418,7 @@ class MemoryService:
         ]
         if req.track_access and results:
             self._track_access([r.id for r in results])
-        return RecallResponse(
+        resp = RecallResponse(
             query=req.query,
             results=results,
             count=len(results),
@@ -422,6 +426,9 @@ class MemoryService:
             vector_search=self._vector_state((out.vector_available, out.vector_reason)),
             took_ms=round(out.took_ms, 3),
         )
+        for hook in self.on_recall:
+            hook(req, resp, scope)
+        return resp
 
     def _track_access(self, ids: list[str]) -> None:
         ts = now_iso()

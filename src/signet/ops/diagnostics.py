@@ -2,14 +2,16 @@
 
 | domain   | weight | signals                                                        |
 | queue    | 0.28   | a stalled backlog (> 50 pending or oldest > 5 min, nothing done for 5 min), dead rate > 1%, stale leases; jobs that wait for a provider |
-| storage  | 0.14   | tombstone ratio > 30%, SQLite quick_check                      |
-| index    | 0.19   | FTS/memory count mismatch > 10%, embedding coverage < 80% while the embedder is failing |
+| storage  | 0.14   | tombstone ratio > 30%, SQLite quick_check, orphaned rows (signet.ops.orphans) |
+| index    | 0.19   | FTS/memory count mismatch (any; > 10% weighs more), vectors lost (a memory marked embedded whose vector row is gone), embedding coverage < 80% while the embedder is failing |
 | provider | 0.24   | embedder state, paused query embeddings; LLM call outcomes when the pipeline records them; an unreachable LLM provider while jobs wait |
 | mutation | 0.10   | recovery events > 5 in the last 7 days                         |
-| connector| 0.05   | (no connectors yet: always healthy)                            |
+| connector| 0.05   | connectors in error; none exist in this implementation, so the domain says so and is left out of the composite |
 
 Scores run 0..1; ``>= 0.8`` healthy, ``>= 0.5`` degraded, else unhealthy. Nothing here
-writes; every finding carries the action that would fix it.
+writes; every finding says what would fix it, and a fault a repair action fixes also carries
+that action (``repairs``: the action, its parameters and a *signal*, the number the repair
+should bring down), which the maintenance worker plans from (signet.ops.maintenance).
 
 Ordinary load is not a fault: a deep queue the pipeline is working through (a job done or
 leased within :data:`PROGRESS_WINDOW_S`) and an embedding backlog the embedder is working
@@ -28,6 +30,7 @@ from typing import Any, Protocol
 
 from signet.config import Settings
 from signet.embedding.service import EmbeddingService
+from signet.ops import orphans
 from signet.pipeline.runtime import Pipeline
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database, connect
@@ -62,10 +65,17 @@ class Domain:
     score: float = 1.0
     findings: list[str] = field(default_factory=list)
     metrics: dict[str, Any] = field(default_factory=dict)
+    repairs: list[dict[str, Any]] = field(default_factory=list)
+    applicable: bool = True
+    """False for a domain with nothing to measure (no connectors): left out of the composite."""
 
     def penalize(self, amount: float, finding: str) -> None:
         self.score = max(0.0, self.score - amount)
         self.findings.append(finding)
+
+    def repair(self, action: str, signal: float, finding: str, **params: Any) -> None:
+        """The last finding is fixed by ``action``; ``signal`` is what it should bring down."""
+        self.repairs.append({"action": action, "signal": signal, "finding": finding, "params": params})
 
     @property
     def status(self) -> str:
@@ -123,19 +133,21 @@ def queue_domain(
             "reachable? (`signet pipeline status`)",
         )
     if total and dead / total > 0.01:
-        d.penalize(
-            0.3,
-            f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)",
+        finding = (
+            f"{dead} dead jobs ({dead / total:.1%}): read their errors, then requeue (POST /api/repair/requeue-dead)"
         )
+        d.penalize(0.3, finding)
+        d.repair("requeue-dead", dead, finding)
     if oldest is not None:
         d.metrics["oldest_pending_age_s"] = round(age, 1)
         if age > 300 and not moving and not waiting:
             d.penalize(0.2, f"the oldest pending job has waited {age / 60:.0f} min")
     if stale:
-        d.penalize(
-            0.2,
-            f"{stale} leases older than the lease timeout (released by the reaper, or POST /api/repair/release-leases)",
+        finding = (
+            f"{stale} leases older than the lease timeout (released by the reaper, or POST /api/repair/release-leases)"
         )
+        d.penalize(0.2, finding)
+        d.repair("release-leases", stale, finding)
     return d
 
 
@@ -155,23 +167,35 @@ def _confirm_quick_check(conn: Connection) -> str:
         fresh.close()
 
 
-def storage_domain(conn: Connection) -> Domain:
+def storage_domain(conn: Connection, integrity: bool = True) -> Domain:
+    """``integrity``: run SQLite's quick_check (it reads the whole file); without it the check
+    is reported as ``skipped`` (damage found at start-up or by a failing write is reported
+    by the runtime's condition either way)."""
     d = Domain("storage")
     total = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     deleted = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 1"))
-    check = str(_scalar(conn, "PRAGMA quick_check"))
-    if check != "ok":
+    check = str(_scalar(conn, "PRAGMA quick_check")) if integrity else "skipped"
+    if check not in ("ok", "skipped"):
         check = _confirm_quick_check(conn)
     pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
     d.metrics = {"memories": total, "tombstones": deleted, "quick_check": check, "database_bytes": pages}
-    if check != "ok":
+    if check not in ("ok", "skipped"):
         d.penalize(
             1.0,
             f"SQLite quick_check failed: {' '.join(check.split())[:300]}; stop the daemon and run "
             "`signet repair --recover` (it keeps the damaged file), or restore a backup",
         )
     if total and deleted / total > 0.3:
-        d.penalize(0.4, f"{deleted / total:.0%} of rows are tombstones; run POST /api/repair/retention-sweep")
+        finding = f"{deleted / total:.0%} of rows are tombstones; run POST /api/repair/retention-sweep"
+        d.penalize(0.4, finding)
+        d.repair("retention-sweep", deleted, finding)
+    lost = orphans.count(conn)
+    d.metrics["orphans"] = lost
+    if n := sum(lost.values()):
+        kinds = ", ".join(f"{v} {k.replace('_', ' ')}" for k, v in lost.items() if v)
+        finding = f"{n} rows point at memories that no longer exist ({kinds}); POST /api/repair/clean-orphans"
+        d.penalize(0.1, finding)
+        d.repair("clean-orphans", n, finding)
     return d
 
 
@@ -189,6 +213,15 @@ def index_domain(conn: Connection, runtime: Sources) -> Domain:
         )
     )
     coverage = embedded / active if active else 1.0
+    lost = int(
+        _scalar(
+            conn,
+            "SELECT COUNT(*) FROM memories m WHERE m.is_deleted = 0 AND m.embedding_model = ? AND NOT EXISTS"
+            " (SELECT 1 FROM embeddings e WHERE e.content_hash = m.content_hash AND e.model = ?)",
+            runtime.embeddings.model_key,
+            runtime.embeddings.model_key,
+        )
+    )
     d.metrics = {
         "memories": memories,
         "fts_rows": indexed,
@@ -196,22 +229,42 @@ def index_domain(conn: Connection, runtime: Sources) -> Domain:
         "embedded": embedded,
         "active": active,
         "coverage": round(coverage, 4),
+        "vectors_lost": lost,
         "vector_index_rows": len(runtime.index),
     }
-    if memories and abs(memories - indexed) / memories > 0.1:
-        d.penalize(0.5, f"FTS index has {indexed} rows for {memories} memories; POST /api/repair/check-fts with repair")
-    if memories and abs(memories - context_indexed) / memories > 0.1:
+
+    # Both keyword indexes hold one row per memory row (tombstones included): any difference is
+    # a memory keyword search cannot find (or a row it finds that is gone); past 10% it weighs more.
+    def weight(rows: int) -> float:
+        return 0.5 if not memories or abs(memories - rows) / memories > 0.1 else 0.2
+
+    drift = abs(memories - indexed) + abs(memories - context_indexed)
+    if indexed != memories:
+        finding = f"FTS index has {indexed} rows for {memories} memories; POST /api/repair/check-fts with repair"
+        d.penalize(weight(indexed), finding)
+    if context_indexed != memories:
         # recall's keyword leg reads this index: when it drifts, keyword hits go missing
-        d.penalize(
-            0.5,
+        finding = (
             f"thread-context FTS index has {context_indexed} rows for {memories} memories; "
-            "POST /api/repair/check-fts with repair",
+            "POST /api/repair/check-fts with repair"
         )
+        d.penalize(weight(context_indexed), finding)
+    if drift:
+        d.repair("check-fts", drift, finding, repair=True)
     emb = runtime.embeddings
     failing = emb.state == "unavailable" or emb.stopped_error or emb.last_batch_error
+    if lost and emb.state != "disabled":
+        finding = (
+            f"{lost} memories are marked embedded but their vector is gone: recall cannot find them by meaning; "
+            "POST /api/repair/re-embed"
+        )
+        d.penalize(0.3, finding)
+        d.repair("re-embed", lost, finding)
     if emb.state != "disabled" and coverage < 0.8:
         if failing:
-            d.penalize(0.4, f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps")
+            finding = f"only {coverage:.0%} of memories have vectors; see /api/repair/embedding-gaps"
+            d.penalize(0.4, finding)
+            d.repair("re-embed", active - embedded, finding)
         else:  # a backlog the embedder is working through (a bulk import): load, not a fault
             d.metrics["embedding_backlog"] = active - embedded
     return d
@@ -274,6 +327,15 @@ def mutation_domain(conn: Connection, now: datetime) -> Domain:
     return d
 
 
+def connector_domain() -> Domain:
+    """Connectors (the spec's external sources synced into memory) do not exist in this
+    implementation: the domain says so and stays out of the composite, rather than report a
+    health it never measured."""
+    d = Domain("connector", applicable=False)
+    d.metrics = {"configured": 0, "note": "no connectors: this implementation has none to check"}
+    return d
+
+
 def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
     """A domain whose reads hit a damaged database says so (with what to do) instead of
     failing the whole report."""
@@ -289,7 +351,9 @@ def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
         return d
 
 
-def diagnose(runtime: Sources) -> dict[str, Any]:
+def diagnose(runtime: Sources, *, integrity: bool = True) -> dict[str, Any]:
+    """The report; ``integrity=False`` skips SQLite's quick_check (the cheap watch that keeps
+    /health current, signet.ops.maintenance)."""
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
     waiting = runtime.pipeline.wait_reason()
@@ -298,15 +362,16 @@ def diagnose(runtime: Sources) -> dict[str, Any]:
     def read(conn: Connection) -> list[Domain]:
         return [
             _guarded("queue", lambda: queue_domain(conn, lease_ms, now, waiting, fault=fault)),
-            _guarded("storage", lambda: storage_domain(conn)),
+            _guarded("storage", lambda: storage_domain(conn, integrity)),
             _guarded("index", lambda: index_domain(conn, runtime)),
             _guarded("provider", lambda: provider_domain(conn, runtime)),
             _guarded("mutation", lambda: mutation_domain(conn, now)),
-            Domain("connector"),
+            connector_domain(),
         ]
 
     domains = runtime.db.read(read)
-    composite = sum(WEIGHTS[d.name] * d.score for d in domains)
+    counted = [d for d in domains if d.applicable]
+    composite = sum(WEIGHTS[d.name] * d.score for d in counted) / sum(WEIGHTS[d.name] for d in counted)
     return {
         "score": round(composite, 4),
         "status": status_of(composite),
@@ -318,6 +383,8 @@ def diagnose(runtime: Sources) -> dict[str, Any]:
                 "weight": WEIGHTS[d.name],
                 "findings": d.findings,
                 "metrics": d.metrics,
+                "repairs": d.repairs,
+                "applicable": d.applicable,
             }
             for d in domains
         },

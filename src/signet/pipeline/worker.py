@@ -31,6 +31,7 @@ import functools
 import logging
 import random
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -278,6 +279,9 @@ class Worker:
         self.last_error: str | None = None
         self.current: dict[str, str] = {}
         self._lock = threading.Lock()
+        self.listeners: list[Callable[[queue.Job, float, dict[str, Any] | None, BaseException | None], None]] = []
+        """Told of every job run: (job, seconds, its result or None, the error or None);
+        analytics and telemetry listen (signet.ops.observe); they must not raise."""
 
     def start(self) -> None:
         released = self.db.write(lambda c: queue.release_leases(c, 0))
@@ -331,13 +335,19 @@ class Worker:
             name = threading.current_thread().name
             with self._lock:
                 self.current[name] = job.id
+            started = time.perf_counter()
+            result: dict[str, Any] | None = None
+            error: BaseException | None = None
             try:
-                self.processor.run(job)  # completes the job in its last transaction
+                result = self.processor.run(job)  # completes the job in its last transaction
             except LeaseLost as exc:
+                error = exc
                 log.warning("pipeline: %s; this run's graph and completion were rolled back", exc)
             except (LlmError, PermanentJobError) as exc:
+                error = exc
                 self._failed(job, str(exc), permanent=isinstance(exc, PermanentJobError))
             except Exception as exc:  # a bug in one job must not kill the worker; the job records it
+                error = exc
                 log.exception("pipeline: job %s crashed", job.id)
                 self._failed(job, f"{type(exc).__name__}: {exc}", permanent=False)
             else:
@@ -348,6 +358,8 @@ class Worker:
             finally:
                 with self._lock:
                     self.current.pop(name, None)
+                for fn in self.listeners:
+                    fn(job, time.perf_counter() - started, result, error)
             with self._lock:
                 n = self.consecutive_failures
             if n:

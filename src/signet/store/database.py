@@ -18,10 +18,11 @@ from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
-from signet.errors import StorageBusy, storage_error
-from signet.store import space
+from signet.config import BackupSettings
+from signet.errors import StorageBusy, StorageError, storage_error
+from signet.store import backup, space
 from signet.store.decay import sql_decay
-from signet.store.migrations import migrate
+from signet.store.migrations import Migration, migrate
 from signet.store.sqlite import Connection, sqlite3
 
 log = logging.getLogger(__name__)
@@ -64,8 +65,10 @@ def connect(path: Path, *, readonly: bool = False) -> Any:
 class Database:
     """The database file, its writer thread and its reader connections."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, *, backups: BackupSettings | None = None) -> None:
         self.path = path
+        self.backups = backups if backups is not None else BackupSettings()
+        """When and how to back the database up before a schema migration (``backup.*``)."""
         self._queue: queue.Queue[tuple[WriteFn, Future[Any]] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._write_conn: Any = None
@@ -91,7 +94,7 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._write_conn = connect(self.path)
-            migrate(self._write_conn)
+            migrate(self._write_conn, before=self._backup_before_migration)
         except sqlite3.Error as exc:  # a full disk, a read-only workspace, a damaged file: said in one line
             typed = storage_error(exc, self.path)
             if typed is None:
@@ -100,6 +103,33 @@ class Database:
         self._writer = threading.Thread(target=self._run_writer, name="signet-db-writer", daemon=True)
         self._writer.start()
         return self
+
+    def _backup_before_migration(self, pending: list[Migration]) -> None:
+        """Back the database up before migrations change it (signet.store.backup). A backup that
+        cannot be written (a nearly full disk, a copy that does not verify) is logged and the
+        migration goes ahead: each migration is one transaction that rolls back on failure, and
+        a daemon that refused to start would lose more than it protects."""
+        if not self.backups.before_migration:
+            return
+        versions = [m.version for m in pending]
+        # Said first: a large store takes a while to copy, and `signet start` shows this line
+        # if it gives up waiting meanwhile.
+        log.info(
+            "backing up %s before migrations %s (use `signet start --wait` for a large store)", self.path, versions
+        )
+        try:
+            done = backup.create_backup(
+                self._write_conn,
+                self.path,
+                reason=backup.migration_reason(versions),
+                keep=self.backups.keep,
+                min_free_mb=self.backups.min_free_mb,
+            )
+        except (StorageError, OSError, sqlite3.Error) as exc:
+            message = exc.message if isinstance(exc, StorageError) else str(exc)
+            log.warning("migrating %s without a backup: %s", self.path, message)
+            return
+        log.info("backed up %s to %s before migrations %s", self.path, done.backup.path, versions)
 
     def close(self) -> None:
         if self._closed:

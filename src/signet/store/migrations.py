@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import hashlib
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
@@ -22,6 +23,8 @@ from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
+from signet.store.schema_repair import REPAIR_AUDIT_SCHEMA
+from signet.store.schema_telemetry import TELEMETRY_SCHEMA
 from signet.store.sqlite import Connection, sqlite3
 from signet.store.thread_context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 
@@ -271,6 +274,8 @@ MIGRATIONS: list[Migration] = [
     Migration(10, "keyword_change_log", KEYWORD_LOG_SCHEMA),
     Migration(11, "entities_per_agent", ENTITIES_PER_AGENT_SCHEMA, foreign_keys_off=True),
     Migration(12, "drop_text_copies", TEXT_COPIES_SCHEMA),
+    Migration(13, "telemetry", TELEMETRY_SCHEMA),
+    Migration(14, "repair_audit", REPAIR_AUDIT_SCHEMA),
 ]
 
 BOOKKEEPING = """
@@ -314,11 +319,18 @@ def applied_versions(conn: Connection) -> dict[int, str]:
     return {int(r[0]): str(r[1]) for r in rows}
 
 
-def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list[int]:
+def migrate(
+    conn: Connection,
+    migrations: list[Migration] | None = None,
+    *,
+    before: Callable[[list[Migration]], None] | None = None,
+) -> list[int]:
     """Apply every migration not yet recorded; return the versions applied now.
 
     ``conn`` must be in autocommit mode (``isolation_level=None``): each migration runs in
     its own ``BEGIN IMMEDIATE`` transaction, so a crash mid-way leaves it unapplied.
+    ``before`` is called with the pending migrations before the first is applied, only on a
+    database that already had some applied (not a new one): the pre-migration backup.
     """
     todo = sorted(migrations if migrations is not None else MIGRATIONS, key=lambda m: m.version)
     versions = [m.version for m in todo]
@@ -332,6 +344,9 @@ def migrate(conn: Connection, migrations: list[Migration] | None = None) -> list
             raise MigrationError(
                 f"migration {m.version} ({m.name}) changed after it was applied; add a new migration instead"
             )
+    pending = [m for m in todo if m.version not in done]
+    if before is not None and done and pending:
+        before(pending)
     applied: list[int] = []
     for m in todo:
         if m.version in done:

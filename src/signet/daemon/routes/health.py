@@ -32,7 +32,10 @@ def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
     """Answers as soon as the daemon listens (the embedding model loads in the background).
 
     Public, so it says only ``ok`` or ``degraded``; with ``?challenge=`` it adds the proof
-    that clients check before they trust this address (signet.instance)."""
+    that clients check before they trust this address (signet.instance). It also asks the
+    maintenance worker to look again when its last look is stale (signet.ops.maintenance), so
+    a stuck queue or a drifted index shows here within a poll or two."""
+    runtime.maintenance.poke()
     problems = runtime.condition.problems()
     inst = runtime.instance
     return HealthResponse(
@@ -45,7 +48,9 @@ def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
 @router.get("/api/status", response_model=StatusResponse)
 def status(runtime: RuntimeDep) -> StatusResponse:
     """Version, uptime, memory counts, embedding coverage, and whether vector search is on;
-    its warnings include what made /health degraded (disk full, damaged database)."""
+    its warnings include what made /health degraded (disk full, damaged database, faults the
+    maintenance worker diagnosed)."""
+    runtime.maintenance.poke()
     st = runtime.service.status(str(runtime.workspace.root), str(runtime.db_path))
     st.warnings = [*runtime.condition.problems().values(), *st.warnings]
     return st

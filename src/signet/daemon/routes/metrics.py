@@ -18,6 +18,7 @@ from prometheus_client.registry import Collector
 from signet.daemon.connections import GuardedProtocol
 from signet.daemon.deps import RuntimeDep
 from signet.daemon.idle import IdleTrim
+from signet.daemon.metrics_analytics import analytics_metrics
 from signet.runtime import Runtime
 
 router = APIRouter(tags=["status"])
@@ -78,6 +79,7 @@ class SignetCollector(Collector):
         yield GaugeMetricFamily(
             "signet_vectors", "embeddings in the in-memory vector index", value=len(self.runtime.index)
         )
+        yield from analytics_metrics(self.runtime.observability.analytics)  # latency, usage, errors
 
 
 @router.get(
@@ -89,8 +91,9 @@ class SignetCollector(Collector):
 )
 def metrics(request: Request, runtime: RuntimeDep) -> Response:
     """Connections (open, evicted, timed out, refused), responses by status class, the keyword
-    index (rebuilds, answered, fallbacks by reason), vectors, and the process (RSS, CPU, open
-    files) as Prometheus reads them."""
+    index (rebuilds, answered, fallbacks by reason), vectors, the analytics (latency histograms
+    per operation and route, request errors, actors, provider calls, errors by code), and the
+    process (RSS, CPU, open files) as Prometheus reads them."""
     registry = CollectorRegistry(auto_describe=False)
     registry.register(SignetCollector(runtime, request.app.state.responses, request.app.state.idle))
     registry.register(ProcessCollector(registry=None))

@@ -9,6 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
 from signet.daemon.deps import RuntimeDep
+from signet.daemon.routes.repair import CallerDep
 from signet.errors import NotFound
 from signet.models import ErrorResponse, StrictModel
 from signet.pipeline import queue
@@ -162,8 +163,9 @@ def get_job(job_id: str, runtime: RuntimeDep) -> JobView:
 
 
 @router.post("/api/repair/requeue-dead", response_model=RequeueResponse)
-def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> RequeueResponse:
-    """Dead-letter jobs back to pending with attempts reset (at most ``limit``, default 50)."""
+def requeue_dead(runtime: RuntimeDep, caller: CallerDep, body: RequeueRequest | None = None) -> RequeueResponse:
+    """Dead-letter jobs back to pending with attempts reset (at most ``limit``, default 50); through
+    the repair gate (signet.ops.repairs)."""
     req = body or RequeueRequest()
     job_id = req.job_id
     if job_id is not None:
@@ -171,13 +173,12 @@ def requeue_dead(runtime: RuntimeDep, body: RequeueRequest | None = None) -> Req
         job_id = runtime.db.read(lambda c: complete_id(c, "memory_jobs", given, noun="job"))
         if runtime.db.read(lambda c: queue.get_job(c, job_id)) is None:
             raise NotFound(f"job '{given}' not found", id=given)
-    ids = runtime.db.write(lambda c: queue.requeue_dead(c, limit=req.limit, job_id=job_id))
-    runtime.pipeline.worker.notify()
+    ids = runtime.maintenance.repairs.run("requeue-dead", caller, limit=req.limit, job_id=job_id).data
     return RequeueResponse(requeued=ids, count=len(ids))
 
 
 @router.post("/api/repair/release-leases", response_model=ReleaseResponse)
-def release_leases(runtime: RuntimeDep) -> ReleaseResponse:
-    """Leases older than ``leaseTimeoutMs`` back to pending (what the reaper does every 60 s)."""
-    ms = runtime.settings.memory.pipeline.lease_timeout_ms
-    return ReleaseResponse(released=runtime.db.write(lambda c: queue.release_leases(c, ms)))
+def release_leases(runtime: RuntimeDep, caller: CallerDep) -> ReleaseResponse:
+    """Leases older than ``leaseTimeoutMs`` back to pending (what the reaper does every 60 s); through
+    the repair gate."""
+    return ReleaseResponse(released=runtime.maintenance.repairs.run("release-leases", caller).data)

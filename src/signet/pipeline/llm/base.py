@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Protocol
 
@@ -79,6 +80,8 @@ class RecordingLlm:
         self._recorded = 0
         self.last_success: float | None = None
         """``time.monotonic()`` of the last successful call (a live answer beats a stale probe)."""
+        self.listeners: list[Callable[[CallOutcome], None]] = []
+        """Told of every call's outcome (analytics, telemetry: signet.ops.observe); must not raise."""
 
     @property
     def name(self) -> str:
@@ -104,6 +107,8 @@ class RecordingLlm:
         rec = CallOutcome(
             self.provider.name, self.provider.model, purpose, outcome, round(latency_ms, 3), error, now_iso()
         )
+        for fn in self.listeners:
+            fn(rec)
         with self._lock:
             self.recent.append(rec)
             if outcome == "success":

@@ -15,6 +15,7 @@ from signet.runtime import Runtime
 from signet.store import thread_context as context
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
+from tests.fts_damage import unindex
 
 
 def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtime: Runtime) -> None:
@@ -124,7 +125,7 @@ def test_fts_repair_rebuilds_the_thread_context_index(make_workspace: Callable[.
                 "rebuilt": False,
             }
 
-            rt.db.write(lambda conn: conn.execute("DELETE FROM memories_ctx_fts"))
+            rt.db.write(lambda conn: unindex(conn, "1"))
             assert await recalled() == []
             index = (await c.get("/api/diagnostics")).json()["domains"]["index"]
             assert index["metrics"]["context_fts_rows"] == 0
@@ -180,7 +181,14 @@ def test_forced_fts_rebuild_fixes_drift_the_check_cannot_see(make_workspace: Cal
                 return int(conn.execute("SELECT COUNT(*) FROM memories_fts_data WHERE id > 10").fetchone()[0])
 
             assert rt.db.read(segments) == 2
-            rt.db.write(lambda conn: conn.execute("UPDATE memories_ctx_fts SET context = '' WHERE rowid = ?", (seq,)))
+            rt.db.write(lambda conn: unindex(conn, f"m.seq = {seq}"))
+            rt.db.write(
+                lambda conn: conn.execute(
+                    "INSERT INTO memories_ctx_fts(rowid, content, context)"
+                    " SELECT seq, content, '' FROM memories WHERE seq = ?",
+                    (seq,),
+                )
+            )
             consistent = {"memories": 2, "indexed": 2, "context_indexed": 2, "consistent": True}
             assert answer not in await recalled()
             assert (await c.post("/api/repair/check-fts")).json() == {**consistent, "rebuilt": False}
@@ -225,9 +233,10 @@ def test_sweep_trims_the_keyword_log_when_nothing_else_does(
                     (f"m{i}", f"text {i}", f"text {i}", f"h{i}"),
                 )
             )
-        assert rt.retention.sweep().keyword_log == 6
+        # 13 entries: migration 15's "everything changed" and one per insert.
+        assert rt.retention.sweep().keyword_log == 7
         first, last = rt.db.read(lambda c: c.execute("SELECT MIN(id), MAX(id) FROM keyword_changes").fetchone())
-        assert (first, last) == (7, 12)
+        assert (first, last) == (8, 13)
         assert rt.retention.sweep().keyword_log == 0
     finally:
         rt.stop()

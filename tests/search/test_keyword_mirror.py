@@ -25,6 +25,7 @@ from signet.store.database import Database
 from signet.store.migrations import MIGRATIONS
 from signet.store.sqlite import sqlite3
 from signet.store.thread_context import CONTEXT_WEIGHT, rebuild
+from tests.fts_damage import unindex
 
 WORDS = [
     "road",
@@ -472,11 +473,18 @@ def test_a_table_changed_behind_the_triggers_is_left_to_fts5(db: Database) -> No
     db.write(lambda c: [insert(c, f"road trip {i}") for i in range(6)])
     mirror = KeywordMirror(db)
     mirror.build()
-    # Rows deleted straight from the FTS5 table (no trigger, no log): FTS5's own statistics
-    # no longer match the mirror, so the search hands over to FTS5 and the mirror rebuilds.
-    db.write(lambda c: c.execute("DELETE FROM memories_ctx_fts WHERE rowid IN (1, 2)"))
+    # Rows taken straight out of the FTS5 table (no trigger, no log): FTS5's own statistics
+    # no longer match the mirror, so the search hands over to FTS5 and the mirror rebuilds;
+    # rebuilt from the memories, it still disagrees with the damaged index, so FTS5 keeps
+    # answering (without rebuilding again) until the repair.
+    db.write(lambda c: unindex(c, "m.seq IN (1, 2)"))
     assert db.read(lambda c: mirror.search(c, [("road", False)], 10)) is None
     assert mirror.state().state == "building"
+    mirror.build()
+    assert mirror.state().state == "drifted"
+    assert db.read(lambda c: mirror.search(c, [("road", False)], 10)) is None
+    db.write(rebuild)
+    assert db.read(lambda c: mirror.search(c, [("road", False)], 10)) is None
     mirror.build()
     check_all(db, mirror)
     assert mirror.state().state == "ready"

@@ -6,8 +6,9 @@ mirror never has to know *why* a row changed (a new turn rewrote its neighbours'
 an edit, a forget, a thread move, a purge): it replays the log. ``seq`` NULL in the log
 means "everything changed" (the repair rebuild); the mirror then rebuilds from the table.
 
-- **Start**: a background thread reads the whole table in one snapshot, with the log's last
-  id as its cursor, and builds the index (about a second per 20,000 memories). Until it is
+- **Start**: a background thread reads what the table indexes in one snapshot (each row's
+  text computed from ``memories``: since migration 15 the table keeps no copy; see
+  ``signet.store.thread_context.rows_sql``), with the log's last id as its cursor, and builds the index (about a second per 20,000 memories). Until it is
   ready, recall uses FTS5 itself: same results, slower.
 - **Follow**: the thread polls the log every :data:`POLL_SECONDS` and applies what it finds
   once writes pause (or :data:`BURST_ENTRIES` have piled up), so a burst of remembers does
@@ -38,7 +39,7 @@ from signet.search.keywords import KeywordIndex, Phrase, RowData
 from signet.search.tokens import token_counts, tokens
 from signet.store.database import Database
 from signet.store.sqlite import Connection, sqlite3
-from signet.store.thread_context import CONTEXT_WEIGHT
+from signet.store.thread_context import CONTEXT_WEIGHT, rows_sql
 
 log = logging.getLogger(__name__)
 
@@ -51,10 +52,6 @@ QUERY_LOCK_WAIT_S = 0.05
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
 
-_ROWS = (
-    "SELECT f.rowid, f.content, f.context, m.project, m.created_at FROM memories_ctx_fts f"
-    " LEFT JOIN memories m ON m.seq = f.rowid"
-)
 
 
 def phrases_of(terms: list[tuple[str, bool]]) -> list[Phrase] | None:
@@ -228,7 +225,7 @@ class KeywordMirror:
         def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int]]:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
-            fresh.load(_row_data(r) for r in conn.execute(_ROWS))
+            fresh.load(_row_data(r) for r in conn.execute(rows_sql()))
             return fresh, cursor, table_stats(conn)
 
         fresh, cursor, stats = self.db.read(read)
@@ -285,7 +282,7 @@ class KeywordMirror:
         for i in range(0, len(seqs), 500):
             chunk = seqs[i : i + 500]
             marks = ",".join("?" for _ in chunk)
-            found.extend(_row_data(r) for r in conn.execute(f"{_ROWS} WHERE f.rowid IN ({marks})", chunk))
+            found.extend(_row_data(r) for r in conn.execute(rows_sql(f"m.seq IN ({marks})"), chunk))
         present = {r.seq for r in found}
         self.index.apply(found, [s for s in seqs if s not in present])
         self._cursor = int(entries[-1][0])

@@ -26,7 +26,7 @@ from signet.store.schema_pipeline import PIPELINE_SCHEMA
 from signet.store.schema_repair import REPAIR_AUDIT_SCHEMA
 from signet.store.schema_telemetry import TELEMETRY_SCHEMA
 from signet.store.sqlite import Connection, sqlite3
-from signet.store.thread_context import CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
+from signet.store.thread_context import CONTENTLESS_SCHEMA, CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 
 
 @dataclass(frozen=True)
@@ -276,6 +276,7 @@ MIGRATIONS: list[Migration] = [
     Migration(12, "drop_text_copies", TEXT_COPIES_SCHEMA),
     Migration(13, "telemetry", TELEMETRY_SCHEMA),
     Migration(14, "repair_audit", REPAIR_AUDIT_SCHEMA),
+    Migration(15, "contentless_thread_context", CONTENTLESS_SCHEMA),
 ]
 
 BOOKKEEPING = """

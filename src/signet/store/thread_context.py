@@ -23,6 +23,8 @@ Migration 6 indexed the previous three memories only; migration 7 (:data:`CONTEX
 replaces its triggers and re-indexes every memory with the window before and after. The text
 of migration 6 is kept byte for byte (:data:`RECALL_SCHEMA`): applied migrations are
 checksummed.
+Migration 15 (:data:`CONTENTLESS_SCHEMA`) makes the table contentless: it kept a copy of every
+memory and of its neighbours' text, about six copies of each turn, and nothing read them.
 The legacy keyword-only search (``alpha`` = 0) keeps using ``memories_fts`` (content only).
 """
 
@@ -130,18 +132,21 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_ctx_fts USING fts5(content, context,
 """Migration 6 (frozen: its checksum is recorded in every store that applied it)."""
 
 
-def _window_of(seq: str) -> str:
-    """SQL expression: the context text of memory ``seq``: the live memories around it in its thread."""
+def _window_of(seq: str, skip: str | None = None) -> str:
+    """SQL expression: the context text of memory ``seq``: the live memories around it in its
+    thread (leaving out memory ``skip``: the window as it was before that memory was inserted)."""
     before = _THREAD.format(a="p", b="t")
     after = _THREAD.format(a="n", b="t")
+    not_p = f" AND p.seq <> {skip}" if skip else ""
+    not_n = f" AND n.seq <> {skip}" if skip else ""
     return (
         "(SELECT COALESCE(group_concat(c, ' '), '') FROM ("
         "SELECT c FROM (SELECT p.content AS c FROM memories t"
-        f" JOIN memories p ON {before} AND p.is_deleted = 0 AND p.seq < t.seq"
+        f" JOIN memories p ON {before} AND p.is_deleted = 0 AND p.seq < t.seq{not_p}"
         f" WHERE t.seq = {seq} ORDER BY p.seq DESC LIMIT {CONTEXT_BEFORE})"
         " UNION ALL "
         "SELECT c FROM (SELECT n.content AS c FROM memories t"
-        f" JOIN memories n ON {after} AND n.is_deleted = 0 AND n.seq > t.seq"
+        f" JOIN memories n ON {after} AND n.is_deleted = 0 AND n.seq > t.seq{not_n}"
         f" WHERE t.seq = {seq} ORDER BY n.seq LIMIT {CONTEXT_AFTER})))"
     )
 
@@ -180,19 +185,167 @@ RESET_ALL = "INSERT INTO keyword_changes(seq) VALUES (NULL)"
 """Logged by a write that rewrites the whole table outside the triggers (:func:`rebuild`)."""
 
 
+_FROZEN = "(SELECT z.context FROM memories_ctx_frozen z WHERE z.seq = {seq})"
+
+
+def _indexed_context(seq: str, deleted: str, skip: str | None = None) -> str:
+    """SQL expression: the context text indexed for memory ``seq`` (``deleted``: its
+    ``is_deleted``): a live memory's window, or a forgotten one's window as it was when it was
+    forgotten (kept in ``memories_ctx_frozen``: nothing refreshes a forgotten memory's context,
+    so it cannot be recomputed)."""
+    return f"CASE WHEN {deleted} THEN COALESCE({_FROZEN.format(seq=seq)}, '') ELSE {_window_of(seq, skip)} END"
+
+
+def _unindex(where: str, skip: str | None = None) -> str:
+    """Take the rows of memories matching ``where`` out of the contentless table: FTS5 must be
+    told the exact text it indexed, which is :func:`_indexed_context` as the store stands (or
+    stood before memory ``skip`` arrived)."""
+    return (
+        "INSERT INTO memories_ctx_fts(memories_ctx_fts, rowid, content, context)"
+        f" SELECT 'delete', m.seq, m.content, {_indexed_context('m.seq', 'm.is_deleted', skip)}"
+        f" FROM memories m WHERE {where};"
+    )
+
+
+def _index(where: str) -> str:
+    """Index the rows of memories matching ``where`` with their text as it stands."""
+    return (
+        "INSERT INTO memories_ctx_fts(rowid, content, context)"
+        f" SELECT m.seq, m.content, {_indexed_context('m.seq', 'm.is_deleted')} FROM memories m WHERE {where};"
+    )
+
+
+def _freeze(row: str) -> str:
+    """Keep a forgotten memory's context as it is now; drop it when the memory is live again."""
+    return (
+        f"INSERT OR REPLACE INTO memories_ctx_frozen(seq, context) SELECT {row}.seq, {_window_of(row + '.seq')}"
+        f" WHERE {row}.is_deleted;\n    DELETE FROM memories_ctx_frozen WHERE seq = {row}.seq AND NOT {row}.is_deleted;"
+    )
+
+
+def _logged(row: str, where: str) -> str:
+    return f"INSERT INTO keyword_changes(seq) SELECT {row}.seq UNION SELECT seq FROM memories WHERE {where};"
+
+
+_CHANGED = """old.content IS NOT new.content OR old.is_deleted IS NOT new.is_deleted
+      OR old.source_id IS NOT new.source_id OR old.source_type IS NOT new.source_type
+      OR old.project IS NOT new.project OR old.agent_id IS NOT new.agent_id"""
+_COLUMNS = "content, is_deleted, source_id, source_type, project, agent_id"
+
+
+def _contentless_triggers() -> str:
+    """Migration 15's triggers: each write takes the rows it changes out of the index with the
+    text they were indexed with, then indexes them again with their new text.
+
+    A contentless table keeps no copy to read old text from, so it is recomputed: an update
+    or a delete takes its rows out in a BEFORE trigger (the store as it was), an insert in its
+    AFTER trigger with the new memory left out of the windows (its seq exists only then).
+    The neighbours a change touches are the same set before and after it (the changed memory
+    itself is never among them), so the AFTER trigger re-indexes exactly what was taken out.
+    What is indexed is exactly what migration 10's triggers indexed, row for row, so BM25's
+    statistics and scores are unchanged (tests/search/test_contentless_context.py)."""
+    nb_new, nb_old = _neighbours("new"), _neighbours("old")
+    both = f"{nb_old} OR {nb_new}"
+    return f"""CREATE TRIGGER IF NOT EXISTS memories_ctx_ai AFTER INSERT ON memories BEGIN
+    {_unindex(nb_new, skip="new.seq")}
+    {_freeze("new")}
+    {_index(f"rowid = new.seq OR {nb_new}")}
+    {_logged("new", nb_new)}
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ctx_bu BEFORE UPDATE OF {_COLUMNS} ON memories
+    WHEN {_CHANGED}
+BEGIN
+    {_unindex(f"rowid = old.seq OR {both}")}
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ctx_au AFTER UPDATE OF {_COLUMNS} ON memories
+    WHEN {_CHANGED}
+BEGIN
+    {_freeze("new")}
+    {_index(f"rowid = new.seq OR {both}")}
+    {_logged("new", both)}
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ctx_bd BEFORE DELETE ON memories BEGIN
+    {_unindex(f"rowid = old.seq OR {nb_old}")}
+END;
+CREATE TRIGGER IF NOT EXISTS memories_ctx_ad AFTER DELETE ON memories BEGIN
+    DELETE FROM memories_ctx_frozen WHERE seq = old.seq;
+    {_index(nb_old)}
+    {_logged("old", nb_old)}
+END;
+"""
+
+
+CONTENTLESS_SCHEMA = f"""
+CREATE TABLE IF NOT EXISTS memories_ctx_frozen (seq INTEGER PRIMARY KEY, context TEXT NOT NULL);
+INSERT OR REPLACE INTO memories_ctx_frozen(seq, context)
+    SELECT f.rowid, COALESCE(f.context, '') FROM memories_ctx_fts f JOIN memories m ON m.seq = f.rowid
+    WHERE m.is_deleted;
+DROP TRIGGER IF EXISTS memories_ctx_ai;
+DROP TRIGGER IF EXISTS memories_ctx_au;
+DROP TRIGGER IF EXISTS memories_ctx_ad;
+DROP TABLE IF EXISTS memories_ctx_fts;
+CREATE VIRTUAL TABLE memories_ctx_fts USING fts5(content, context, tokenize='unicode61', content='');
+{_index("1")}
+{_contentless_triggers()}
+{RESET_ALL};"""
+"""Migration 15: the table keeps its index only, not a copy of every turn and its neighbours.
+
+Each row held the memory's text and the text of up to five neighbours, about six copies of
+every turn: the largest part of a store of conversation turns (docs/benchmarks.md). Nothing
+reads those copies back -- BM25 needs only the index, and the in-memory keyword mirror reads
+a row's text from ``memories`` (:func:`rows_sql`) -- so the table becomes contentless
+(``content=''``, which every SQLite with FTS5 supports; not ``contentless_delete``, which
+does not keep the statistics BM25 reads exact on delete). The one text that cannot be
+recomputed, a forgotten memory's context as it was when forgotten, moves to
+``memories_ctx_frozen`` (a few rows in a store people use)."""
+
+
+def rows_sql(where: str = "") -> str:
+    """SQL reading what ``memories_ctx_fts`` indexes, from ``memories``: (seq, content, context,
+    project, created_at) per row, ``where`` a condition on ``m`` (e.g. ``m.seq IN (...)``).
+
+    The triggers index exactly this for every memory (forgotten ones included: recall filters
+    them), so it is the table's text whether or not the table keeps a copy."""
+    cond = f" WHERE {where}" if where else ""
+    ctx = _indexed_context("m.seq", "m.is_deleted")
+    return f"SELECT m.seq, m.content, {ctx}, m.project, m.created_at FROM memories m{cond}"
+
+
+def is_contentless(conn: Connection) -> bool:
+    """Whether ``memories_ctx_fts`` keeps no copy of its text (migration 15 applied)."""
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE name = 'memories_ctx_fts'").fetchone()
+    return row is not None and "content=''" in str(row[0]).replace(" ", "")
+
+
 def rebuild(conn: Connection) -> int:
     """Re-index every memory with its context (repair); returns the number of rows indexed.
 
-    The rows are rewritten (contexts recomputed), then FTS5 rebuilds its index and statistics
-    from them: deleting rows only subtracts from a damaged statistics record."""
-    conn.execute("DELETE FROM memories_ctx_fts")
-    conn.execute(_reindex_all(_window_of))
-    conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('rebuild')")
+    FTS5 starts again from an empty index and statistics (``delete-all``; before migration
+    13, ``rebuild`` from the table's copies), then every memory is indexed with its context
+    recomputed: taking rows out one by one only subtracts from a damaged statistics record."""
+    if is_contentless(conn):
+        conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('delete-all')")
+        # As before migration 15, every context is recomputed, a forgotten memory's too.
+        conn.execute(
+            "INSERT OR REPLACE INTO memories_ctx_frozen(seq, context)"
+            f" SELECT m.seq, {_window_of('m.seq')} FROM memories m WHERE m.is_deleted"
+        )
+        conn.execute(_index("1"))
+    else:
+        conn.execute("DELETE FROM memories_ctx_fts")
+        conn.execute(_reindex_all(_window_of))
+        conn.execute("INSERT INTO memories_ctx_fts(memories_ctx_fts) VALUES ('rebuild')")
     conn.execute(RESET_ALL)
-    return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
+    return int(conn.execute("SELECT COUNT(*) FROM memories_ctx_fts_docsize").fetchone()[0])
 
 
 def context_of(conn: Connection, seq: int) -> str | None:
-    """The indexed context text of one memory (None when it is not indexed)."""
+    """The context text indexed for one memory (None when it is not indexed): the table's copy
+    before migration 15; after it, the same text computed from ``memories``."""
+    if is_contentless(conn):
+        if conn.execute("SELECT 1 FROM memories_ctx_fts_docsize WHERE id = ?", (seq,)).fetchone() is None:
+            return None
+        row = conn.execute(rows_sql("m.seq = ?"), (seq,)).fetchone()
+        return None if row is None else str(row[2])
     row = conn.execute("SELECT context FROM memories_ctx_fts WHERE rowid = ?", (seq,)).fetchone()
     return None if row is None else str(row[0])

@@ -53,7 +53,6 @@ CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
 
 
-
 def phrases_of(terms: list[tuple[str, bool]]) -> list[Phrase] | None:
     """The query terms as single-token phrases, or None when one of them is not a single
     token for FTS5 (``foo_bar`` is the phrase "foo bar"): such a query is left to FTS5."""

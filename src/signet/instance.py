@@ -34,6 +34,9 @@ from typing import Literal
 
 LOCK_FILE = "daemon.lock"
 INSTANCE_FILE = "daemon.json"
+MIGRATING_FILE = "migrating.json"
+"""Written by a starting daemon while it backs up and migrates an older database: `signet
+start` waits for it instead of giving up on a daemon that is busy, not hung."""
 WORKSPACE_HEADER = "X-Signet-Workspace"
 CHALLENGE_MAX = 128
 """Longest ``challenge`` /health accepts (hex characters)."""
@@ -172,6 +175,32 @@ class DaemonLock:
         if self._fd is not None:
             os.close(self._fd)  # closing the descriptor releases the flock
             self._fd = None
+
+
+def mark_migrating(daemon_dir: Path, versions: list[int]) -> None:
+    """Say (for `signet start`) that this process is backing up and migrating the database."""
+    daemon_dir.mkdir(parents=True, exist_ok=True)
+    tmp = daemon_dir / f".{MIGRATING_FILE}.{os.getpid()}.tmp"
+    tmp.write_text(json.dumps({"pid": os.getpid(), "versions": versions, "since": time.time()}), encoding="utf-8")
+    tmp.replace(daemon_dir / MIGRATING_FILE)
+
+
+def clear_migrating(daemon_dir: Path) -> None:
+    """Remove this process's migration marker (another process's is left alone)."""
+    if migrating(daemon_dir, os.getpid()) is not None:
+        (daemon_dir / MIGRATING_FILE).unlink(missing_ok=True)
+
+
+def migrating(daemon_dir: Path, pid: int) -> list[int] | None:
+    """The schema versions process ``pid`` is migrating the database to, or None when it is
+    not migrating (no marker, or a marker left by another process)."""
+    try:
+        data = json.loads((daemon_dir / MIGRATING_FILE).read_text(encoding="utf-8"))
+        if int(data["pid"]) != pid:
+            return None
+        return [int(v) for v in data["versions"]]
+    except (OSError, ValueError, TypeError, KeyError):
+        return None
 
 
 def read_instance(daemon_dir: Path) -> Instance | None:

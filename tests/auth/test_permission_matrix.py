@@ -191,3 +191,16 @@ def test_mcp_tool_calls_are_held_to_the_tokens_role(team: tuple[Workspace, Runti
     listed = c.get("/api/memories", headers=bearer(token_for(ws, "admin")), params={"limit": 200}).json()["items"]
     contents = [m["content"] for m in listed]
     assert "readonly must not write this" not in contents and "an agent may write this" in contents
+
+
+def test_hostile_long_paths_are_answered_but_never_cached() -> None:
+    """Every request asks route_permission: a cache keyed by 64 KiB paths would hold tens of MB."""
+    from signet.auth import policy
+
+    policy._cached_match.cache_clear()
+    long_id = "a" * 60_000
+    for i in range(20):
+        assert policy.route_permission("GET", f"/api/memory/{long_id}{i}") == ("recall", "/api/memory/{memory_id}")
+    assert policy._cached_match.cache_info().currsize == 0
+    assert policy.route_permission("GET", "/api/memory/abc") == ("recall", "/api/memory/{memory_id}")
+    assert policy._cached_match.cache_info().currsize == 1

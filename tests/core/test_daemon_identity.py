@@ -309,3 +309,81 @@ def test_a_record_is_trusted_only_for_the_process_that_wrote_it(unrelated: subpr
     assert not reused.alive()
     assert not instance.Instance(**{**me.__dict__, "start": me.start + 1}).alive()
     assert not instance.Instance(**{**me.__dict__, "start": None}).alive()
+
+
+def test_start_waits_for_a_daemon_migrating_an_older_store(tmp_path: Path) -> None:
+    """A large store's backup and migration outlast --wait: start must wait for the busy
+    daemon, not kill it (the migration would roll back, and every later start again)."""
+    import sqlite3
+    import threading
+
+    from signet.store.database import connect
+    from signet.store.migrations import MIGRATIONS, applied_versions, migrate
+
+    root, port = tmp_path / "ws", free_port()
+    setup(root)
+    ws = Workspace(root)
+    db = ws.database_path(ws.settings())
+    for leftover in db.parent.glob(db.name + "*"):
+        leftover.unlink()
+    latest = max(m.version for m in MIGRATIONS)
+    old = connect(db)
+    migrate(old, [m for m in MIGRATIONS if m.version < latest])  # the store as the last release left it
+    old.close()
+    # Another connection holds the write lock: the migration cannot finish until it lets go,
+    # like a migration of a large store that takes minutes.
+    holder = sqlite3.connect(str(db), isolation_level=None)
+    holder.execute("BEGIN IMMEDIATE")
+    env = {**os.environ, "SIGNET_WORKSPACE": str(root), "SIGNET_PORT": str(port), "HOME": str(tmp_path / "home")}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "signet.cli.main", "start", "--wait", "1"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+    said: list[str] = []
+    reader = threading.Thread(target=lambda: said.extend(proc.stderr or []), daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + 60
+        while not any("migrating the database" in line for line in said):
+            assert proc.poll() is None, f"start gave up: {said}"
+            assert time.monotonic() < deadline, f"start never said it waits for the migration: {said}"
+            time.sleep(0.1)
+        time.sleep(2.5)  # well past --wait 1: still waiting, the daemon still alive
+        assert proc.poll() is None, said
+        assert instance.migrating(root / ".daemon", _daemon_pid(root)) == [latest]
+    finally:
+        holder.execute("ROLLBACK")
+        holder.close()
+    out, _ = proc.communicate(timeout=120)
+    reader.join(timeout=5)
+    assert proc.returncode == 0, said
+    assert "signet daemon started" in out
+    assert [line for line in said if line.strip()] == [
+        f"the daemon is backing up and migrating the database to schema {latest} ({root}); a large store "
+        "takes minutes, waiting (Ctrl-C leaves it running)\n"
+    ]
+    assert not (root / ".daemon" / instance.MIGRATING_FILE).exists()
+    check = connect(db, readonly=True)
+    try:
+        assert latest in applied_versions(check)
+    finally:
+        check.close()
+    assert list((db.parent / "backups").glob("*pre-migration*")), "the store was backed up before the migration"
+    r = cli(root, port, "stop")
+    assert r.returncode == 0, r.stderr
+
+
+def _daemon_pid(root: Path) -> int:
+    """The pid of the `signet daemon` process serving ``root`` (not yet published)."""
+    for proc_dir in Path("/proc").glob("[0-9]*"):
+        if _runs_in(proc_dir, root):
+            try:
+                cmd = (proc_dir / "cmdline").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            if b"daemon" in cmd:
+                return int(proc_dir.name)
+    raise AssertionError("no daemon process")

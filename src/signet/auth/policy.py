@@ -152,11 +152,27 @@ _COMPILED: list[tuple[str, re.Pattern[str], Permission, str]] = sorted(
 )
 
 
-@functools.lru_cache(maxsize=1024)
+CACHED_PATH_MAX = 256
+"""Longest path whose answer is cached: ids and route names are far shorter, and a cache of
+hostile 64 KiB paths would hold tens of MB."""
+
+
 def route_permission(method: str, path: str) -> tuple[Permission, str]:
     """(permission, route template) for a concrete request; unknown routes need ``admin``.
 
-    Cached: every request asks, and the answer for a path never changes while the process runs."""
+    Cached for ordinary paths: every request asks, and the answer for a path never changes
+    while the process runs."""
+    if len(path) > CACHED_PATH_MAX:
+        return _match(method, path)
+    return _cached_match(method, path)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_match(method: str, path: str) -> tuple[Permission, str]:
+    return _match(method, path)
+
+
+def _match(method: str, path: str) -> tuple[Permission, str]:
     m = "GET" if method == "HEAD" else method
     if len(path) > 1:
         path = path.rstrip("/") or "/"

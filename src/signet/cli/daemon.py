@@ -98,7 +98,10 @@ def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
 def start(
     host: HostOpt = None,
     port: PortOpt = None,
-    wait: Annotated[float, typer.Option(help="Seconds to wait for the daemon to answer.")] = 20.0,
+    wait: Annotated[
+        float,
+        typer.Option(help="Seconds to wait for the daemon to answer (longer while it migrates an older database)."),
+    ] = 20.0,
     accept_empty_database: AcceptEmpty = False,
 ) -> None:
     """Start the daemon in the background (identity in .daemon/daemon.json, logs in .daemon/logs/).
@@ -155,6 +158,7 @@ def start(
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
         )
     deadline = time.monotonic() + wait
+    told = False
     while True:
         code = proc.poll()
         if code is not None:
@@ -175,6 +179,18 @@ def start(
                 _abandon(proc, ws)
                 raise _port_taken(h, p, ws)
         if time.monotonic() > deadline:
+            versions = instance.migrating(ws.daemon_dir, proc.pid)
+            if versions is not None:  # busy backing up and migrating a large store, not hung
+                if not told:
+                    typer.echo(
+                        f"the daemon is backing up and migrating the database to schema {max(versions)} "
+                        f"({ws.root}); a large store takes minutes, waiting (Ctrl-C leaves it running)",
+                        err=True,
+                    )
+                    told = True
+                deadline = time.monotonic() + wait  # the rest of the start-up gets its own --wait
+                time.sleep(0.2)
+                continue
             _abandon(proc, ws)
             tail = _tail(out, 5)
             raise SignetError(

@@ -7,7 +7,7 @@ import os
 from pathlib import Path
 
 from signet.errors import SignetError, StorageError, StorageFull, free_mb
-from signet.instance import DaemonLock, running
+from signet.instance import DaemonLock, clear_migrating, mark_migrating, running
 from signet.store.database import Database
 from signet.workspace import Workspace
 
@@ -118,8 +118,14 @@ def serve(
     runtime = Runtime(ws, bind_host=host, accept_empty_database=accept_empty_database)
     runtime.check_store()  # an emptied database: one line here, before anything serves
     probe = Database(runtime.db_path, backups=runtime.settings.backup)  # a migration backs up first
-    probe.open()  # a database that cannot be opened (full disk, damaged beyond opening): one line here
-    probe.close()
+    # A large store's backup and migration take minutes: the marker tells `signet start` this
+    # daemon is busy, not hung (killing it would roll the migration back, every start again).
+    probe.on_migrate = lambda versions: mark_migrating(ws.daemon_dir, versions)
+    try:
+        probe.open()  # a database that cannot be opened (full disk, damaged beyond opening): one line here
+        probe.close()
+    finally:
+        clear_migrating(ws.daemon_dir)
 
     def started(rt: Runtime) -> None:
         rt.instance = lock.publish(ws.root, host, port)

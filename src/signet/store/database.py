@@ -88,6 +88,9 @@ class Database:
         """Told ``(cause, message)`` when writes start failing for a storage reason, and
         ``(cause, None)`` when they land again (the runtime's condition: /health degraded)."""
         """Callbacks of the group being written (writer thread only): run after its COMMIT."""
+        self.on_migrate: Callable[[list[int]], None] | None = None
+        """Told the pending schema versions before an existing database is backed up and
+        migrated (the daemon marks itself busy for `signet start`, signet.instance)."""
 
     # -- lifecycle -------------------------------------------------------------------------
     def open(self) -> Database:
@@ -109,14 +112,13 @@ class Database:
         cannot be written (a nearly full disk, a copy that does not verify) is logged and the
         migration goes ahead: each migration is one transaction that rolls back on failure, and
         a daemon that refused to start would lose more than it protects."""
+        versions = [m.version for m in pending]
+        if self.on_migrate is not None:
+            self.on_migrate(versions)
         if not self.backups.before_migration:
             return
-        versions = [m.version for m in pending]
-        # Said first: a large store takes a while to copy, and `signet start` shows this line
-        # if it gives up waiting meanwhile.
-        log.info(
-            "backing up %s before migrations %s (use `signet start --wait` for a large store)", self.path, versions
-        )
+        # Said first: a large store takes a while to copy (`signet start` waits, see on_migrate).
+        log.info("backing up %s before migrations %s", self.path, versions)
         try:
             done = backup.create_backup(
                 self._write_conn,

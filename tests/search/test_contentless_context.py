@@ -98,7 +98,7 @@ def test_the_contentless_index_equals_the_one_with_copies_after_any_writes(
 
 @settings(max_examples=15, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(ops=writes)
-def test_migration_13_keeps_the_index_of_a_store_with_history(ops: list[tuple[str, int, list[str]]]) -> None:
+def test_migration_15_keeps_the_index_of_a_store_with_history(ops: list[tuple[str, int, list[str]]]) -> None:
     conn = _store(12)
     for n, (op, pick, words) in enumerate(ops):
         _apply(conn, n, op, pick, " ".join(words))
@@ -122,3 +122,29 @@ def test_the_table_keeps_no_copy_of_the_text() -> None:
     assert context_of(conn, 2) == "a long turn about the road trip to Woodhaven"
     tables = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE name LIKE 'memories_ctx_fts%'")}
     assert "memories_ctx_fts_content" not in tables
+
+
+def test_opening_an_older_store_file_gives_the_dropped_copies_back(tmp_path: Any) -> None:
+    """The upgrade itself shrinks the file: the copies' pages do not wait on the freelist for a
+    purge that may never come (they were ~45% of a store of conversation turns)."""
+    from signet.config import BackupSettings
+    from signet.store.database import Database, connect
+
+    path = tmp_path / "memories.db"
+    conn = connect(path)
+    migrate(conn, [m for m in MIGRATIONS if m.version < 15])
+    conn.execute("BEGIN")
+    for n in range(400):
+        _insert(conn, n, " ".join(WORDS[(n + k) % len(WORDS)] for k in range(60)), f"s{n // 20}")
+    conn.execute("COMMIT")
+    conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+    conn.close()
+    before = path.stat().st_size
+    db = Database(path, backups=BackupSettings(min_free_mb=0)).open()
+    try:
+        assert db.read(lambda c: c.execute("PRAGMA freelist_count").fetchone()[0]) == 0
+        assert db.read(lambda c: c.execute("SELECT count(*) FROM memories").fetchone()[0]) == 400
+    finally:
+        db.close()
+    assert path.stat().st_size < before * 0.8, (before, path.stat().st_size)
+    assert list((tmp_path / "backups").glob("*pre-migration-15*"))

@@ -8,7 +8,9 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from typer.testing import CliRunner
 
 from signet.bench.corpus import generate
@@ -55,8 +57,14 @@ def test_latency_quick_report(tmp_path: Path) -> None:
     assert rem["accepted_per_s"] > 0 and rem["server_cpu_ms_per_remember"] > 0
     assert set(run["ratios"]) == {
         f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum") for p in ("p50", "p95")
-    } | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95"}
-    assert set(run["targets"]) == {"recall_p95_under_40ms", "remember_at_least_500_per_s"}
+    } | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95", "rss_over_text_vectors_index"}
+    assert set(run["targets"]) == {
+        "recall_p95_under_40ms",
+        "recall_p95_within_1_5x_of_its_parts",
+        "remember_at_least_500_per_s",
+        "db_within_3x_text_and_vectors",
+        "rss_within_2x_text_vectors_index",
+    }
     assert all(isinstance(v, bool) for v in run["targets"].values())
     # The vectors were cached: a second size reuses them as a prefix.
     assert list((tmp_path / "cache").glob("vectors-*-n120.npy"))
@@ -65,3 +73,99 @@ def test_latency_quick_report(tmp_path: Path) -> None:
 def test_latency_rejects_tiny_store_sizes() -> None:
     res = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "0"])
     assert res.exit_code == 2 and "at least 10" in res.output
+
+
+BENCH_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench-data"
+
+
+def _tiny_locomo(path: Path) -> Path:
+    """A LoCoMo-shaped file: two conversations, real-looking turns, a few questions."""
+    turns = [
+        "we drove up the coast road to Woodhaven last weekend and stopped at the old lighthouse",
+        "my sister keeps asking whether the pottery class on Thursdays still has open seats",
+        "the deploy failed again because the migration locked the sessions table for minutes",
+        "I finally switched the team to the new build cache and the pipeline is twice as fast",
+        "short",
+    ]
+    data = [
+        {
+            "conversation": {
+                "speaker_a": "Kate",
+                "speaker_b": "Sam",
+                f"session_{s}": [
+                    {"speaker": "Kate" if i % 2 else "Sam", "text": f"{t} ({c} {s})"} for i, t in enumerate(turns)
+                ],
+            },
+            "qa": [{"question": f"Where did they drive in conversation {c}?", "category": 1}],
+        }
+        for c in range(2)
+        for s in (1,)
+    ]
+    path.write_text(json.dumps(data))
+    return path
+
+
+def test_the_realistic_profile_keeps_threads_and_copies_lightly(tmp_path: Path) -> None:
+    from signet.bench import realistic
+    from signet.bench.latency import embed_bulk
+
+    src = _tiny_locomo(tmp_path / "locomo.json")
+    prof = realistic.build(20, locomo=src, longmemeval=None)
+    assert realistic.build(9, locomo=src, longmemeval=None).samples == prof.samples[:9]  # prefix-stable
+    assert len({s.content for s in prof.samples}) == 20  # every memory distinct (no dedup on store)
+    originals = [s for s, c in zip(prof.samples, prof.copy, strict=True) if c == 0]
+    assert len(originals) == len(prof.texts) == 10
+    assert {s.source_id for s in originals} == {"locomo:0:session_1", "locomo:1:session_1"}
+    assert all(s.who in ("Kate", "Sam") and s.project.startswith("locomo-") for s in prof.samples)
+    for s, b, c in zip(prof.samples, prof.base, prof.copy, strict=True):
+        if c:  # one word dropped, its thread a copy of the original's; too short a turn is not copied
+            assert "short" not in s.content
+            assert len(s.content.split()) == len(prof.texts[b].split()) - 1 and s.source_id.endswith(f"#{c}")
+    assert prof.questions == ["Where did they drive in conversation 0?", "Where did they drive in conversation 1?"]
+
+    embedded: list[int] = []
+
+    def embed(texts: list[str]) -> Any:
+        embedded.append(len(texts))
+        return embed_bulk(texts, lambda *_: None)
+
+    cache = tmp_path / "vcache"
+    vecs, now = realistic.vectors(prof, 20, embed, cache, "local:all-MiniLM-L6-v2-int8")
+    assert now == 10 and embedded == [10] and vecs.shape == (20, 384)
+    again, now = realistic.vectors(prof, 20, embed, cache, "local:all-MiniLM-L6-v2-int8")
+    assert now == 0 and embedded == [10] and np.array_equal(again, vecs)  # all from the cache
+    norms = np.linalg.norm(vecs, axis=1)
+    assert np.allclose(norms, 1.0, atol=1e-3)
+    for i, (b, c) in enumerate(zip(prof.base, prof.copy, strict=True)):
+        original = vecs[prof.base.index(b)]
+        if c:  # near its original, not equal to it
+            assert 0.95 < float(vecs[i] @ original) < 0.9999
+
+
+def test_realistic_latency_quick_report_on_real_turns(tmp_path: Path) -> None:
+    out = tmp_path / "latency.json"
+    res = CliRunner().invoke(
+        app,
+        [
+            "bench", "latency", "--memories", "150", "--quick", "--profile", "realistic",
+            "--locomo", str(BENCH_DATA / "locomo10.json"), "--vector-cache", str(tmp_path / "vc"), "--out", str(out),
+        ],
+    )  # fmt: skip
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads(out.read_text())["runs"]
+    assert run["profile"] == "realistic" and run["memories"] == 150
+    assert run["recall"]["n"] == 40 and run["recall"]["source_found_at_limit"] is None
+    for key in ("recall_project_filter", "recall_time_filter"):
+        assert run[key]["n"] == 40 and 0 < run[key]["p50"] <= run[key]["p95"]
+    size = run["size"]
+    assert size["text_bytes"] > 150 * 20 and size["db_bytes"] > size["text_bytes"]
+    assert size["db_over_text"] == round(size["db_bytes"] / size["text_bytes"], 2)
+    assert 0 < run["daemon_health_s"] <= run["daemon_ready_s"]
+    assert run["daemon_memory_kib_after_recall"]["VmRSS"] > 0 and run["daemon_memory_kib_end"]["VmHWM"] > 0
+    assert run["remember"]["accepted"] == 200 and run["remember"]["errors"] == []
+    assert run["seed"]["distinct_turns_embedded_now"] == 150
+
+
+def test_the_realistic_profile_needs_the_files() -> None:
+    res = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "--profile", "realistic"])
+    assert res.exit_code == 2 and "--locomo and/or --longmemeval" in res.output

@@ -329,6 +329,8 @@ class Sample:
     project: str
     who: str
     tags: tuple[str, ...]
+    source_id: str | None = None
+    """The thread (session) the memory belongs to; synthetic memories have none."""
 
 
 Template = Callable[[random.Random], tuple[str, str, str, str]]

@@ -1,8 +1,10 @@
 """``signet bench latency``: recall latency and remember throughput over HTTP, against brute baselines.
 
-For each store size N:
+Two profiles: ``synthetic`` (one-line generated memories, :mod:`signet.bench.corpus`) and
+``realistic`` (real conversation turns kept as threads, :mod:`signet.bench.realistic`: what
+agents store, and where synthetic figures were 8x too kind). For each store size N:
 
-1. N synthetic memories (:mod:`signet.bench.corpus`) are seeded into a fresh temporary
+1. N memories of the profile are seeded into a fresh temporary
    workspace through ``MemoryService.remember_batch``, with their vectors computed in bulk
    first (stored by content hash, so the batch path indexes them at once and the background
    embedder has nothing left to do). Vectors can be cached between runs (``cache_dir``):
@@ -20,6 +22,10 @@ For each store size N:
    client, so on a 2-core machine the figure is the server's limit, not the client's), as
    accepted memories per second, with the daemon's own CPU seconds per remember read from
    ``/proc``. Vectors for these are computed by the daemon in the background, as in use.
+6. Size and memory: the database's bytes after seeding (per memory, over the text, over text
+   plus vectors), the daemon's start -> /health and start -> ready times, its RSS after the
+   recalls and its peak, against the floor of text + vectors + keyword index. Recall is also
+   measured with a project filter and with a time filter (the newest quarter).
 """
 
 from __future__ import annotations
@@ -71,6 +77,15 @@ class LatencyOptions:
     cache_dir: Path | None = None
     recall_limit: int = 10
     daemon_timeout: float = 300.0
+    profile: str = "synthetic"
+    """``synthetic`` (one-line generated memories) or ``realistic`` (real conversation turns
+    as threads, signet.bench.realistic)."""
+    locomo: Path | None = None
+    longmemeval: Path | None = None
+    vector_cache: Path | None = None
+    """Realistic profile: a directory of text -> vector caches (signet.bench.vector_cache)."""
+    filters: bool = True
+    """Also measure recall with a project filter and with a time filter."""
 
 
 @dataclass
@@ -191,11 +206,12 @@ def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress
                 [
                     RememberRequest(
                         content=s.content,
-                        who=s.who,
+                        who=s.who or None,
                         project=s.project,
                         tags=list(s.tags) or None,
                         created_at=_created_at(i + j, len(samples)),
                         source_type="bench",
+                        source_id=s.source_id,
                     )
                     for j, s in enumerate(part)
                 ],
@@ -223,6 +239,18 @@ class Daemon:
     proc: subprocess.Popen[bytes]
     port: int
     log: Path
+    health_s: float | None = None
+    """Seconds from spawning the process to its first /health answer."""
+
+    def memory_kib(self) -> dict[str, int]:
+        """The daemon's resident memory now and at its peak (VmRSS, VmHWM), in KiB."""
+        out: dict[str, int] = {}
+        with contextlib.suppress(OSError):
+            for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+                name, _, value = line.partition(":")
+                if name in ("VmRSS", "VmHWM"):
+                    out[name] = int(value.split()[0])
+        return out
 
     @property
     def url(self) -> str:
@@ -262,10 +290,15 @@ def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
             env={**os.environ, "SIGNET_WORKSPACE": str(root), "TOKENIZERS_PARALLELISM": "false"},
         )
     d = Daemon(proc, port, log)
+    started = time.perf_counter()
     try:
         deadline = time.monotonic() + timeout
         with httpx.Client(base_url=d.url, timeout=5.0) as c:
             while True:
+                if d.health_s is None:
+                    with contextlib.suppress(httpx.HTTPError):
+                        if c.get("/health").status_code == 200:
+                            d.health_s = round(time.perf_counter() - started, 3)
                 if proc.poll() is not None:
                     raise RuntimeError(f"daemon exited with {proc.returncode}: {log.read_text()[-2000:]}")
                 if time.monotonic() > deadline:
@@ -311,33 +344,43 @@ def pick_queries(samples: list[Sample], count: int, seed: int) -> list[tuple[str
 
 
 def measure_recall(
-    url: str, queries: list[tuple[str, str]], warmup: int, limit: int, progress: Progress
+    url: str,
+    queries: list[tuple[str, str | None]],
+    warmup: int,
+    limit: int,
+    progress: Progress,
+    filters: Callable[[int], dict[str, Any]] | None = None,
+    task: str = "recall over HTTP",
 ) -> dict[str, Any]:
-    """Sequential recalls over one keep-alive connection: client wall time and the server's own."""
+    """Sequential recalls over one keep-alive connection: client wall time and the server's own.
+    ``filters(i)`` adds filters to the i-th request; a query without an expected memory (the
+    realistic profile's real questions) does not count toward ``source_found_at_limit``."""
     wall, server = Timing(), Timing()
-    found = 0
+    found = judged = 0
     methods: set[str] = set()
     with httpx.Client(base_url=url, timeout=60.0) as c:
         for i, (q, expected) in enumerate(queries):
+            body = {"query": q, "limit": limit, **(filters(i) if filters is not None else {})}
             t0 = time.perf_counter()
-            resp = c.post("/api/memory/recall", json={"query": q, "limit": limit})
+            resp = c.post("/api/memory/recall", json=body)
             took = (time.perf_counter() - t0) * 1000
             if resp.status_code != 200:
                 raise RuntimeError(f"recall answered {resp.status_code}: {resp.text[:300]}")
-            body = resp.json()
+            answer = resp.json()
             if i < warmup:
                 continue
             wall.values_ms.append(took)
-            server.values_ms.append(float(body["took_ms"]))
-            methods.add(str(body["method"]))
-            found += any(r["content"] == expected for r in body["results"])
-            progress("recall over HTTP", i + 1 - warmup, len(queries) - warmup)
-    measured = len(wall.values_ms)
+            server.values_ms.append(float(answer["took_ms"]))
+            methods.add(str(answer["method"]))
+            if expected is not None:
+                judged += 1
+                found += any(r["content"] == expected for r in answer["results"])
+            progress(task, i + 1 - warmup, len(queries) - warmup)
     return {
         **wall.summary(),
         "server_took_ms": server.summary(),
         "methods": sorted(methods),
-        "source_found_at_limit": round(found / measured, 4) if measured else 0.0,
+        "source_found_at_limit": round(found / judged, 4) if judged else None,
     }
 
 
@@ -517,7 +560,15 @@ async def _remember_load(
 
 def measure_remember(daemon: Daemon, samples: list[Sample], concurrency: int, progress: Progress) -> dict[str, Any]:
     bodies = [
-        json.dumps({"content": s.content, "who": s.who, "project": s.project, "tags": list(s.tags)}).encode()
+        json.dumps(
+            {
+                "content": s.content,
+                "who": s.who or None,
+                "project": s.project,
+                "tags": list(s.tags),
+                "source_id": s.source_id,
+            }
+        ).encode()
         for s in samples
     ]
     cpu0, client0 = daemon.cpu_seconds(), time.process_time()
@@ -558,30 +609,114 @@ def machine() -> dict[str, Any]:
     return info
 
 
-def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
-    """Seed ``n`` memories, start a daemon on them, measure recall, baselines and remember throughput."""
+def _samples(
+    n: int, opts: LatencyOptions, progress: Progress
+) -> tuple[list[Sample], list[Sample], Vectors, dict[str, Any], list[tuple[str, str | None]]]:
+    """(stored samples, samples to remember under load, the stored ones' vectors, seeding facts,
+    queries) for the profile asked."""
+    t0 = time.perf_counter()
+    if opts.profile == "realistic":
+        from signet.bench import realistic
+
+        prof = realistic.build(n + opts.remembers, locomo=opts.locomo, longmemeval=opts.longmemeval, seed=opts.seed)
+        vecs, embedded = realistic.vectors(
+            prof,
+            n,
+            lambda texts: embed_bulk(texts, progress),
+            opts.vector_cache,
+            f"local:{_default_model()}",
+            opts.seed,
+        )
+        rng = random.Random(opts.seed)
+        questions = list(prof.questions)
+        rng.shuffle(questions)
+        want = opts.queries + opts.warmup
+        queries: list[tuple[str, str | None]] = [(q, None) for q in (questions * (want // len(questions) + 1))[:want]]
+        facts = {
+            "distinct_turns_embedded_now": embedded,
+            "copies": sum(1 for c in prof.copy[:n] if c > 0),
+            "embed_s": round(time.perf_counter() - t0, 2),
+        }
+        return prof.samples[:n], prof.samples[n:], vecs, facts, queries
     all_samples = generate(n + opts.remembers, seed=opts.seed)
-    samples, fresh = all_samples[:n], all_samples[n:]
-    queries = pick_queries(samples, opts.queries + opts.warmup, opts.seed)
-    out: dict[str, Any] = {"memories": n}
+    samples = all_samples[:n]
+    vectors, cached = seed_vectors(samples, opts.cache_dir, opts.seed, progress)
+    facts = {"vectors_from_cache": cached, "embed_s": round(time.perf_counter() - t0, 2)}
+    picked = pick_queries(samples, opts.queries + opts.warmup, opts.seed)
+    return samples, all_samples[n:], vectors, facts, [(q, e) for q, e in picked]
+
+
+def _default_model() -> str:
+    from signet.embedding.local import DEFAULT_MODEL
+
+    return DEFAULT_MODEL
+
+
+def store_bytes(db_path: Path) -> int:
+    """The database's files on disk after a checkpoint (the WAL folded back in)."""
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+        conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
+    finally:
+        conn.close()
+    return sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
+
+
+def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
+    """Seed ``n`` memories, start a daemon on them, measure recall, baselines, size, memory and
+    remember throughput."""
+    samples, fresh, vectors, facts, queries = _samples(n, opts, progress)
+    out: dict[str, Any] = {"memories": n, "profile": opts.profile, "seed": facts}
     with tempfile.TemporaryDirectory(prefix="signet-latency-") as tmp:
         root = Path(tmp) / "ws"
         t0 = time.perf_counter()
-        vectors, cached = seed_vectors(samples, opts.cache_dir, opts.seed, progress)
-        out["seed"] = {"vectors_from_cache": cached, "embed_s": round(time.perf_counter() - t0, 2)}
-        t0 = time.perf_counter()
         seed_workspace(root, samples, vectors, progress)
         out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
+        dims = int(vectors.shape[1]) if vectors.ndim == 2 else 384
         del vectors
+        db_path = Workspace(root).database_path()
+        text = sum(len(s.content.encode("utf-8")) for s in samples)
+        size = store_bytes(db_path)
+        out["size"] = {
+            "text_bytes": text,
+            "vector_bytes": n * dims * 4,
+            "db_bytes": size,
+            "db_bytes_per_memory": round(size / n),
+            "db_over_text": _ratio(size, text),
+            "db_over_text_and_vectors": _ratio(size, text + n * dims * 4),
+            "mean_memory_chars": round(sum(len(s.content) for s in samples) / n),
+        }
 
         t0 = time.perf_counter()
         with run_daemon(root, opts.daemon_timeout) as daemon:
             out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
+            out["daemon_health_s"] = daemon.health_s
             out["recall"] = measure_recall(daemon.url, queries, opts.warmup, opts.recall_limit, progress)
+            if opts.filters:
+                projects = sorted({s.project for s in samples})
+                since = _created_at(int(n * 0.75), n).isoformat()  # the newest quarter of the store
+                out["recall_project_filter"] = measure_recall(
+                    daemon.url,
+                    queries,
+                    opts.warmup,
+                    opts.recall_limit,
+                    progress,
+                    filters=lambda i: {"project": projects[i % len(projects)]},
+                    task="recall, project filter",
+                )
+                out["recall_time_filter"] = measure_recall(
+                    daemon.url,
+                    queries,
+                    opts.warmup,
+                    opts.recall_limit,
+                    progress,
+                    filters=lambda i: {"since": since},
+                    task="recall, time filter",
+                )
+            out["daemon_memory_kib_after_recall"] = daemon.memory_kib()
 
             texts = [q for q, _ in queries[opts.warmup :]]
             embed, qvecs = measure_embedding(texts)
-            db_path = Workspace(root).database_path()
             pool = 50
             out["baselines"] = {
                 "fts5": measure_fts(db_path, texts, pool),
@@ -590,6 +725,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
                 "query_embedding": embed,
             }
             out["remember"] = measure_remember(daemon, fresh, opts.concurrency, progress)
+            out["daemon_memory_kib_end"] = daemon.memory_kib()
     rec, base = out["recall"], out["baselines"]
     ratios: dict[str, float] = {}
     for p in ("p50", "p95"):
@@ -598,10 +734,17 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         ratios[f"fts5_over_keyword_index_{p}"] = _ratio(base["fts5"][p], base["keyword_index"][p])
         ratios[f"recall_over_numpy_{p}"] = _ratio(rec[p], base["numpy"][p])
         ratios[f"recall_over_brute_sum_{p}"] = _ratio(rec[p], brute)
+    # The physical floor of memory: the text, the vectors and the keyword index held in RAM.
+    floor = out["size"]["text_bytes"] + out["size"]["vector_bytes"] + int(base["keyword_index"]["bytes"])
+    rss = out["daemon_memory_kib_after_recall"].get("VmRSS", 0) * 1024
+    ratios["rss_over_text_vectors_index"] = _ratio(rss, floor)
     out["ratios"] = ratios
     out["targets"] = {
         "recall_p95_under_40ms": rec["p95"] < 40.0,
+        "recall_p95_within_1_5x_of_its_parts": ratios["recall_over_brute_sum_p95"] <= 1.5,
         "remember_at_least_500_per_s": out["remember"]["accepted_per_s"] >= 500.0,
+        "db_within_3x_text_and_vectors": out["size"]["db_over_text_and_vectors"] <= 3.0,
+        "rss_within_2x_text_vectors_index": 0 < ratios["rss_over_text_vectors_index"] <= 2.0,
     }
     return out
 
@@ -619,12 +762,20 @@ def run(opts: LatencyOptions, progress: Progress = _noop) -> dict[str, Any]:
     return report
 
 
+def _rss(run: dict[str, Any]) -> str:
+    mem = run.get("daemon_memory_kib_after_recall", {})
+    peak = run.get("daemon_memory_kib_end", {}).get("VmHWM")
+    now = f"{mem['VmRSS'] / 1024:.0f}" if "VmRSS" in mem else "?"
+    return f"{now} ({peak / 1024:.0f})" if peak else now
+
+
 def table(report: dict[str, Any]) -> Any:
     """A Rich table of the report: one column per store size."""
     from rich.table import Table
 
     runs = report["runs"]
-    t = Table(title="signet bench latency (ms unless noted)")
+    profile = report.get("options", {}).get("profile", "synthetic")
+    t = Table(title=f"signet bench latency, {profile} profile (ms unless noted)")
     t.add_column("")
     for r in runs:
         t.add_column(f"{r['memories']:,} memories", justify="right")
@@ -635,6 +786,9 @@ def table(report: dict[str, Any]) -> Any:
     for p in ("p50", "p95", "p99"):
         row(f"recall over HTTP {p}", lambda r, p=p: r["recall"][p])  # type: ignore[misc]
     row("recall, server took_ms p95", lambda r: r["recall"]["server_took_ms"]["p95"])
+    for key, label in (("recall_project_filter", "project filter"), ("recall_time_filter", "time filter")):
+        for p in ("p50", "p95"):
+            row(f"recall, {label} {p}", lambda r, k=key, p=p: r[k][p] if k in r else "-")  # type: ignore[misc]
     row("source memory in results", lambda r: r["recall"]["source_found_at_limit"])
     for name in ("fts5", "keyword_index", "numpy", "query_embedding"):
         for p in ("p50", "p95"):
@@ -654,6 +808,14 @@ def table(report: dict[str, Any]) -> Any:
     ):
         label = key.removeprefix("recall_over_") if key.startswith("recall_over_") else key.replace("_over_", " / ")
         row(f"ratio {label}", lambda r, k=key: f"{r['ratios'][k]}x")  # type: ignore[misc]
+    row("start -> /health s", lambda r: r["daemon_health_s"])
+    row("start -> ready (vectors, keywords) s", lambda r: r["daemon_ready_s"])
+    row("mean memory chars", lambda r: r["size"]["mean_memory_chars"])
+    row("database MB", lambda r: round(r["size"]["db_bytes"] / 1e6, 1))
+    row("database / text", lambda r: f"{r['size']['db_over_text']}x")
+    row("database / (text + vectors)", lambda r: f"{r['size']['db_over_text_and_vectors']}x")
+    row("daemon RSS MB (peak)", lambda r: _rss(r))
+    row("RSS / (text + vectors + keyword index)", lambda r: f"{r['ratios']['rss_over_text_vectors_index']}x")
     row("remember accepted/s", lambda r: r["remember"]["accepted_per_s"])
     row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
     row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])

@@ -156,20 +156,52 @@ def latency_cmd(
     queries: Annotated[int, typer.Option(min=1, help="Recall queries measured per store size.")] = 300,
     concurrency: Annotated[int, typer.Option(min=1, max=256, help="Concurrent remember connections.")] = 16,
     remembers: Annotated[int, typer.Option(min=1, help="Memories sent to measure remember throughput.")] = 3000,
-    cache_dir: Annotated[Path | None, typer.Option(help="Reuse seed vectors from here (computed once).")] = None,
+    cache_dir: Annotated[
+        Path | None, typer.Option(help="Synthetic profile: reuse seed vectors from here (computed once).")
+    ] = None,
+    profile: Annotated[
+        str, typer.Option(help="synthetic (one-line memories) or realistic (real conversation turns as threads).")
+    ] = "synthetic",
+    locomo: Annotated[
+        Path | None, typer.Option(exists=True, dir_okay=False, help="Realistic profile: locomo10.json")
+    ] = None,
+    longmemeval: Annotated[
+        Path | None,
+        typer.Option(exists=True, dir_okay=False, help="Realistic profile: longmemeval_s_dev150.json.gz"),
+    ] = None,
+    vector_cache: Annotated[
+        Path | None, typer.Option(help="Realistic profile: directory of text -> vector caches (per model).")
+    ] = None,
+    filters: Annotated[bool, typer.Option(help="Also measure recall with a project and a time filter.")] = True,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
-    """Latency over HTTP: recall p50/p95/p99 and remember/s vs raw FTS5 and numpy baselines."""
+    """Latency, size and memory over HTTP: recall p50/p95/p99 (with and without filters),
+    remember/s, database bytes and daemon RSS, against raw FTS5, numpy and embedding baselines."""
 
     from signet.bench import latency
 
     sizes = [*memories, *(more or [])]
     if any(n < 10 for n in sizes):
         raise typer.BadParameter("every store size must be at least 10", param_hint="--memories")
+    if profile not in ("synthetic", "realistic"):
+        raise typer.BadParameter("synthetic or realistic", param_hint="--profile")
+    if profile == "realistic" and locomo is None and longmemeval is None:
+        raise typer.BadParameter(
+            "the realistic profile reads real conversations: give --locomo and/or --longmemeval", param_hint="--profile"
+        )
     opts = latency.LatencyOptions(
-        memories=sizes, queries=queries, concurrency=concurrency, remembers=remembers, cache_dir=cache_dir
+        memories=sizes,
+        queries=queries,
+        concurrency=concurrency,
+        remembers=remembers,
+        cache_dir=cache_dir,
+        profile=profile,
+        locomo=locomo,
+        longmemeval=longmemeval,
+        vector_cache=vector_cache,
+        filters=filters,
     )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)

@@ -75,16 +75,17 @@ def test_latency_rejects_tiny_store_sizes() -> None:
     assert res.exit_code == 2 and "at least 10" in res.output
 
 
-BENCH_DATA = Path(__file__).resolve().parents[3] / "shared" / "bench-data"
-
-
 def _tiny_locomo(path: Path) -> Path:
     """A LoCoMo-shaped file: two conversations, real-looking turns, a few questions."""
     turns = [
-        "we drove up the coast road to Woodhaven last weekend and stopped at the old lighthouse",
-        "my sister keeps asking whether the pottery class on Thursdays still has open seats",
-        "the deploy failed again because the migration locked the sessions table for minutes",
-        "I finally switched the team to the new build cache and the pipeline is twice as fast",
+        "we drove up the coast road to Woodhaven last weekend and stopped at the old lighthouse, then walked"
+        " along the cliffs for an hour before the rain came in and we had to run back to the car park",
+        "my sister keeps asking whether the pottery class on Thursdays still has open seats, and I told her"
+        " I would check with the teacher when I drop off the glazed bowls for the kiln on Monday morning",
+        "the deploy failed again because the migration locked the sessions table for minutes while the old"
+        " workers kept retrying their writes, so we rolled back and scheduled it for the quiet hours tonight",
+        "I finally switched the team to the new build cache and the pipeline is twice as fast, although the"
+        " first cold build after a dependency bump still takes as long as it used to before the change",
         "short",
     ]
     data = [
@@ -98,7 +99,7 @@ def _tiny_locomo(path: Path) -> Path:
             },
             "qa": [{"question": f"Where did they drive in conversation {c}?", "category": 1}],
         }
-        for c in range(2)
+        for c in range(3)
         for s in (1,)
     ]
     path.write_text(json.dumps(data))
@@ -114,14 +115,14 @@ def test_the_realistic_profile_keeps_threads_and_copies_lightly(tmp_path: Path) 
     assert realistic.build(9, locomo=src, longmemeval=None).samples == prof.samples[:9]  # prefix-stable
     assert len({s.content for s in prof.samples}) == 20  # every memory distinct (no dedup on store)
     originals = [s for s, c in zip(prof.samples, prof.copy, strict=True) if c == 0]
-    assert len(originals) == len(prof.texts) == 10
-    assert {s.source_id for s in originals} == {"locomo:0:session_1", "locomo:1:session_1"}
+    assert len(originals) == len(prof.texts) == 15
+    assert {s.source_id for s in originals} == {f"locomo:{c}:session_1" for c in range(3)}
     assert all(s.who in ("Kate", "Sam") and s.project.startswith("locomo-") for s in prof.samples)
     for s, b, c in zip(prof.samples, prof.base, prof.copy, strict=True):
         if c:  # one word dropped, its thread a copy of the original's; too short a turn is not copied
             assert "short" not in s.content
             assert len(s.content.split()) == len(prof.texts[b].split()) - 1 and s.source_id.endswith(f"#{c}")
-    assert prof.questions == ["Where did they drive in conversation 0?", "Where did they drive in conversation 1?"]
+    assert prof.questions == [f"Where did they drive in conversation {c}?" for c in range(3)]
 
     embedded: list[int] = []
 
@@ -131,9 +132,9 @@ def test_the_realistic_profile_keeps_threads_and_copies_lightly(tmp_path: Path) 
 
     cache = tmp_path / "vcache"
     vecs, now = realistic.vectors(prof, 20, embed, cache, "local:all-MiniLM-L6-v2-int8")
-    assert now == 10 and embedded == [10] and vecs.shape == (20, 384)
+    assert now == 15 and embedded == [15] and vecs.shape == (20, 384)
     again, now = realistic.vectors(prof, 20, embed, cache, "local:all-MiniLM-L6-v2-int8")
-    assert now == 0 and embedded == [10] and np.array_equal(again, vecs)  # all from the cache
+    assert now == 0 and embedded == [15] and np.array_equal(again, vecs)  # all from the cache
     norms = np.linalg.norm(vecs, axis=1)
     assert np.allclose(norms, 1.0, atol=1e-3)
     for i, (b, c) in enumerate(zip(prof.base, prof.copy, strict=True)):
@@ -148,7 +149,7 @@ def test_realistic_latency_quick_report_on_real_turns(tmp_path: Path) -> None:
         app,
         [
             "bench", "latency", "--memories", "150", "--quick", "--profile", "realistic",
-            "--locomo", str(BENCH_DATA / "locomo10.json"), "--vector-cache", str(tmp_path / "vc"), "--out", str(out),
+            "--locomo", str(_tiny_locomo(tmp_path / "locomo.json")), "--vector-cache", str(tmp_path / "vc"), "--out", str(out),
         ],
     )  # fmt: skip
     assert res.exit_code == 0, res.output
@@ -163,7 +164,7 @@ def test_realistic_latency_quick_report_on_real_turns(tmp_path: Path) -> None:
     assert 0 < run["daemon_health_s"] <= run["daemon_ready_s"]
     assert run["daemon_memory_kib_after_recall"]["VmRSS"] > 0 and run["daemon_memory_kib_end"]["VmHWM"] > 0
     assert run["remember"]["accepted"] == 200 and run["remember"]["errors"] == []
-    assert run["seed"]["distinct_turns_embedded_now"] == 150
+    assert run["seed"]["distinct_turns_embedded_now"] == 15 and run["seed"]["copies"] == 135
 
 
 def test_the_realistic_profile_needs_the_files() -> None:

@@ -123,6 +123,10 @@ def test_the_realistic_profile_keeps_threads_and_copies_lightly(tmp_path: Path) 
             assert "short" not in s.content
             assert len(s.content.split()) == len(prof.texts[b].split()) - 1 and s.source_id.endswith(f"#{c}")
     assert prof.questions == [f"Where did they drive in conversation {c}?" for c in range(3)]
+    capped = realistic.build(20, locomo=src, longmemeval=None, max_distinct=4)
+    assert (
+        len(capped.texts) == 4 and set(capped.base) == {0, 1, 2, 3} and len({s.content for s in capped.samples}) == 20
+    )
 
     embedded: list[int] = []
 

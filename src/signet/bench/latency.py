@@ -84,6 +84,8 @@ class LatencyOptions:
     longmemeval: Path | None = None
     vector_cache: Path | None = None
     """Realistic profile: a directory of text -> vector caches (signet.bench.vector_cache)."""
+    distinct_turns: int | None = None
+    """Realistic profile: at most this many distinct turns (the rest are their copies)."""
     filters: bool = True
     """Also measure recall with a project filter and with a time filter."""
 
@@ -618,7 +620,13 @@ def _samples(
     if opts.profile == "realistic":
         from signet.bench import realistic
 
-        prof = realistic.build(n + opts.remembers, locomo=opts.locomo, longmemeval=opts.longmemeval, seed=opts.seed)
+        prof = realistic.build(
+            n + opts.remembers,
+            locomo=opts.locomo,
+            longmemeval=opts.longmemeval,
+            seed=opts.seed,
+            max_distinct=opts.distinct_turns,
+        )
         vecs, embedded = realistic.vectors(
             prof,
             n,

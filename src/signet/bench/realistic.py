@@ -108,8 +108,19 @@ def perturb(text: str, copy: int, position: int) -> str | None:
     return " ".join(words[:drop] + words[drop + 1 :])
 
 
-def build(n: int, *, locomo: Path | None, longmemeval: Path | None, seed: int = 7, max_copies: int = 1000) -> Profile:
-    """The first ``n`` samples of the profile (prefix-stable: a larger ``n`` starts the same)."""
+def build(
+    n: int,
+    *,
+    locomo: Path | None,
+    longmemeval: Path | None,
+    seed: int = 7,
+    max_copies: int = 1000,
+    max_distinct: int | None = None,
+) -> Profile:
+    """The first ``n`` samples of the profile (prefix-stable: a larger ``n`` starts the same).
+
+    ``max_distinct`` caps the distinct turns (the rest of the store is their copies): embedding
+    is the cost of a large run (~15 long turns/s per core here), copies cost nothing."""
     if locomo is None and longmemeval is None:
         raise ValueError("the realistic profile needs --locomo and/or --longmemeval (the yardstick files)")
     sessions = [*(_lme_sessions(longmemeval) if longmemeval else ()), *(_locomo_sessions(locomo) if locomo else ())]
@@ -130,6 +141,8 @@ def build(n: int, *, locomo: Path | None, longmemeval: Path | None, seed: int = 
                 if text is None or text in seen:
                     continue
                 if copy == 0 and turn not in index:
+                    if max_distinct is not None and len(texts) >= max_distinct:
+                        continue
                     index[turn] = len(texts)
                     texts.append(turn)
                 if turn not in index:  # a turn first seen as a copy: never (originals come first)

@@ -172,6 +172,10 @@ def latency_cmd(
     vector_cache: Annotated[
         Path | None, typer.Option(help="Realistic profile: directory of text -> vector caches (per model).")
     ] = None,
+    distinct_turns: Annotated[
+        int | None,
+        typer.Option(min=1, help="Realistic profile: at most this many distinct turns (the rest: their copies)."),
+    ] = None,
     filters: Annotated[bool, typer.Option(help="Also measure recall with a project and a time filter.")] = True,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
@@ -201,6 +205,7 @@ def latency_cmd(
         locomo=locomo,
         longmemeval=longmemeval,
         vector_cache=vector_cache,
+        distinct_turns=distinct_turns,
         filters=filters,
     )
     if quick:

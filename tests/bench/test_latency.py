@@ -56,7 +56,7 @@ def test_latency_quick_report(tmp_path: Path) -> None:
     assert rem["sent"] == rem["accepted"] == 200 and rem["errors"] == []
     assert rem["accepted_per_s"] > 0 and rem["server_cpu_ms_per_remember"] > 0
     assert set(run["ratios"]) == {
-        f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum") for p in ("p50", "p95")
+        f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum", "parts") for p in ("p50", "p95")
     } | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95", "rss_over_text_vectors_index"}
     assert set(run["targets"]) == {
         "recall_p95_under_40ms",

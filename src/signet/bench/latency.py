@@ -742,6 +742,9 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         ratios[f"fts5_over_keyword_index_{p}"] = _ratio(base["fts5"][p], base["keyword_index"][p])
         ratios[f"recall_over_numpy_{p}"] = _ratio(rec[p], base["numpy"][p])
         ratios[f"recall_over_brute_sum_{p}"] = _ratio(rec[p], brute)
+        # The parts as recall runs them: its keyword leg is the in-memory index, not FTS5.
+        parts = base["keyword_index"][p] + base["numpy"][p] + base["query_embedding"][p]
+        ratios[f"recall_over_parts_{p}"] = _ratio(rec[p], parts)
     # The physical floor of memory: the text, the vectors and the keyword index held in RAM.
     floor = out["size"]["text_bytes"] + out["size"]["vector_bytes"] + int(base["keyword_index"]["bytes"])
     rss = out["daemon_memory_kib_after_recall"].get("VmRSS", 0) * 1024
@@ -749,7 +752,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
     out["ratios"] = ratios
     out["targets"] = {
         "recall_p95_under_40ms": rec["p95"] < 40.0,
-        "recall_p95_within_1_5x_of_its_parts": ratios["recall_over_brute_sum_p95"] <= 1.5,
+        "recall_p95_within_1_5x_of_its_parts": ratios["recall_over_parts_p95"] <= 1.5,
         "remember_at_least_500_per_s": out["remember"]["accepted_per_s"] >= 500.0,
         "db_within_3x_text_and_vectors": out["size"]["db_over_text_and_vectors"] <= 3.0,
         "rss_within_2x_text_vectors_index": 0 < ratios["rss_over_text_vectors_index"] <= 2.0,
@@ -811,6 +814,8 @@ def table(report: dict[str, Any]) -> Any:
         "recall_over_numpy_p95",
         "recall_over_brute_sum_p50",
         "recall_over_brute_sum_p95",
+        "recall_over_parts_p50",
+        "recall_over_parts_p95",
         "fts5_over_keyword_index_p50",
         "fts5_over_keyword_index_p95",
     ):

@@ -120,6 +120,25 @@ def runtime(workspace: Workspace) -> Iterator[Runtime]:
 
 
 @pytest.fixture
+def open_app() -> Iterator[Callable[[Workspace], tuple[Runtime, TestClient]]]:
+    """Factory: ``open_app(ws)`` starts a runtime on ``ws`` and a client over its real app; all
+    are closed at teardown (for tests that need several, or a workspace configured first)."""
+    opened: list[tuple[Runtime, TestClient]] = []
+
+    def make(ws: Workspace) -> tuple[Runtime, TestClient]:
+        rt = start_runtime(ws)
+        client = TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False)
+        client.__enter__()
+        opened.append((rt, client))
+        return rt, client
+
+    yield make
+    for rt, client in opened:
+        client.__exit__(None, None, None)
+        rt.stop()
+
+
+@pytest.fixture
 def api(runtime: Runtime) -> Iterator[TestClient]:
     app = create_app(runtime, manage_runtime=False)
     with TestClient(app, raise_server_exceptions=False) as client:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 import sqlite3
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -27,22 +27,15 @@ Client = Callable[..., tuple[Runtime, TestClient]]
 
 
 @pytest.fixture
-def client(make_workspace: Callable[..., Workspace]) -> Iterator[Client]:
+def client(
+    make_workspace: Callable[..., Workspace], open_app: Callable[[Workspace], tuple[Runtime, TestClient]]
+) -> Client:
     """Factory: a started runtime without an embedder (fast) and a client over its real app."""
-    opened: list[tuple[Runtime, TestClient]] = []
 
     def make(**sections: Any) -> tuple[Runtime, TestClient]:
-        ws = make_workspace(embedding="none", **sections)
-        rt = start_runtime(ws)
-        c = TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False)
-        c.__enter__()
-        opened.append((rt, c))
-        return rt, c
+        return open_app(make_workspace(embedding="none", **sections))
 
-    yield make
-    for rt, c in opened:
-        c.__exit__(None, None, None)
-        rt.stop()
+    return make
 
 
 def remember(api: TestClient, content: str, **kw: Any) -> str:

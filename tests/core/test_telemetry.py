@@ -6,19 +6,18 @@ from __future__ import annotations
 import json
 import signal
 import sqlite3
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
 
-from signet.daemon.app import create_app
 from signet.ops.telemetry import EVENTS, EventName
 from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, token_for
-from tests.conftest import DaemonProcess, start_runtime, write_config
+from tests.conftest import DaemonProcess, write_config
 
 Client = Callable[..., tuple[Runtime, TestClient]]
 
@@ -27,23 +26,16 @@ SECRETS = ("zanzibar", "quetzalcoatl", "marmalade", "xylophone", "brontosaurus",
 
 
 @pytest.fixture
-def client(make_workspace: Callable[..., Workspace]) -> Iterator[Client]:
-    opened: list[tuple[Runtime, TestClient]] = []
-
+def client(
+    make_workspace: Callable[..., Workspace], open_app: Callable[[Workspace], tuple[Runtime, TestClient]]
+) -> Client:
     def make(ws: Workspace | None = None, **telemetry: Any) -> tuple[Runtime, TestClient]:
         ws = ws or make_workspace(embedding="none")
         if telemetry:
             write_config(ws, memory={"pipelineV2": {"telemetry": telemetry}})
-        rt = start_runtime(ws)
-        c = TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False)
-        c.__enter__()
-        opened.append((rt, c))
-        return rt, c
+        return open_app(ws)
 
-    yield make
-    for rt, c in opened:
-        c.__exit__(None, None, None)
-        rt.stop()
+    return make
 
 
 def use_the_memory(api: TestClient, **headers: str) -> None:

@@ -9,10 +9,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from signet.daemon.app import create_app
 from signet.runtime import Runtime
 from signet.workspace import Workspace
-from tests.conftest import start_runtime
 from tests.pipeline.fake_llm import FakeLLM
 
 
@@ -47,23 +45,16 @@ def pipeline_config(fake: FakeLLM, provider: str = "ollama", **flags: Any) -> di
 
 @pytest.fixture
 def pipeline_rt(
-    make_workspace: Callable[..., Workspace], fake_llm: FakeLLM
-) -> Iterator[Callable[..., tuple[Runtime, TestClient]]]:
+    make_workspace: Callable[..., Workspace],
+    fake_llm: FakeLLM,
+    open_app: Callable[[Workspace], tuple[Runtime, TestClient]],
+) -> Callable[..., tuple[Runtime, TestClient]]:
     """Factory: ``pipeline_rt(provider="ollama", embedding="local", shadowMode=True, …)``."""
-    opened: list[tuple[Runtime, TestClient]] = []
 
     def make(provider: str = "ollama", embedding: str = "local", **flags: Any) -> tuple[Runtime, TestClient]:
-        ws = make_workspace(embedding=embedding, memory=pipeline_config(fake_llm, provider, **flags))
-        rt = start_runtime(ws)
-        client = TestClient(create_app(rt, manage_runtime=False), raise_server_exceptions=False)
-        client.__enter__()
-        opened.append((rt, client))
-        return rt, client
+        return open_app(make_workspace(embedding=embedding, memory=pipeline_config(fake_llm, provider, **flags)))
 
-    yield make
-    for rt, client in opened:
-        client.__exit__(None, None, None)
-        rt.stop()
+    return make
 
 
 def wait_idle(rt: Runtime, timeout: float = 20.0) -> dict[str, int]:

@@ -34,6 +34,8 @@ from signet.embedding.base import Vectors
 MAX_TURN_CHARS = 20_000
 NOISE_SIGMA = 0.007
 """Per-dimension noise added to a copy's vector: norm ~0.14 on 384 dimensions, cosine ~0.99."""
+CACHE_EVERY = 2048
+"""Turns embedded between two writes to the vector cache."""
 LME_PROJECTS = 40
 """LongMemEval sessions are spread over this many projects (by session id), LoCoMo's ten
 conversations are one project each: project filters then select a few percent of the store."""
@@ -188,11 +190,12 @@ def vectors(
     try:
         got = cache.get_many(texts) if cache is not None else [None] * len(texts)
         missing = [i for i, v in enumerate(got) if v is None]
-        if missing:
-            fresh = embed([texts[i] for i in missing])
+        for start in range(0, len(missing), CACHE_EVERY):  # kept as it goes: a stopped run resumes
+            part = missing[start : start + CACHE_EVERY]
+            fresh = embed([texts[i] for i in part])
             if cache is not None:
-                cache.put_many([texts[i] for i in missing], fresh)
-            for j, i in enumerate(missing):
+                cache.put_many([texts[i] for i in part], fresh)
+            for j, i in enumerate(part):
                 got[i] = fresh[j]
     finally:
         if cache is not None:

@@ -19,6 +19,16 @@ bench_app = typer.Typer(help="Benchmarks: retrieval quality and latency.", no_ar
 app.add_typer(bench_app, name="bench")
 
 
+VectorCacheOpt = Annotated[
+    Path | None,
+    typer.Option(
+        file_okay=False,
+        help="Directory of text → vector caches (per model): a stopped run resumes, a re-run embeds nothing.",
+    ),
+]
+"""``--vector-cache DIR`` (signet.bench.vector_cache), shared by the benchmarks that embed."""
+
+
 def _print(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
         typer.echo(json.dumps(report, indent=2))
@@ -76,13 +86,7 @@ def locomo_cmd(
     conversations: Annotated[int | None, typer.Option(help="Only the first N conversations.")] = None,
     questions: Annotated[int | None, typer.Option(help="Only the first N questions per conversation.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
-    vector_cache: Annotated[
-        Path | None,
-        typer.Option(
-            file_okay=False,
-            help="Directory of text → vector caches (per model): a stopped run resumes, a re-run embeds nothing.",
-        ),
-    ] = None,
+    vector_cache: VectorCacheOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LoCoMo: recall@5/10, hit, all, MRR per category, recall latency and ingest time."""
@@ -118,13 +122,7 @@ def longmemeval_cmd(
         Path | None,
         typer.Option(help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question."),
     ] = None,
-    vector_cache: Annotated[
-        Path | None,
-        typer.Option(
-            file_okay=False,
-            help="Directory of text → vector caches (per model): a stopped run resumes, a re-run embeds nothing.",
-        ),
-    ] = None,
+    vector_cache: VectorCacheOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
@@ -169,9 +167,7 @@ def latency_cmd(
         Path | None,
         typer.Option(exists=True, dir_okay=False, help="Realistic profile: longmemeval_s_dev150.json.gz"),
     ] = None,
-    vector_cache: Annotated[
-        Path | None, typer.Option(help="Realistic profile: directory of text -> vector caches (per model).")
-    ] = None,
+    vector_cache: VectorCacheOpt = None,
     distinct_turns: Annotated[
         int | None,
         typer.Option(min=1, help="Realistic profile: at most this many distinct turns (the rest: their copies)."),

@@ -22,6 +22,7 @@ from typing import Any, Final
 
 from signet.config import TelemetrySettings
 from signet.models import RecallRequest, RecallResponse
+from signet.ops.ndjson import keyset_lines
 from signet.store.database import Database
 from signet.store.records import now_iso, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
@@ -187,13 +188,4 @@ class SearchLedger:
             f"SELECT rowid AS seq, {_COLUMNS} FROM memory_search_telemetry WHERE {where} AND rowid > ? "
             "ORDER BY rowid LIMIT ?"
         )
-        after, left = 0, limit
-        while left > 0:
-            n = min(PAGE, left)
-            page = (*params, after, n)
-            rows: list[Any] = self.db.read(lambda c: list(c.execute(sql, page)))  # noqa: B023 - read at once
-            for r in rows:
-                yield json.dumps(_item(r), separators=(",", ":")) + "\n"
-            if len(rows) < n:
-                return
-            after, left = int(rows[-1]["seq"]), left - len(rows)
+        return keyset_lines(self.db, sql, params, key="seq", limit=limit, page=PAGE, item=_item)

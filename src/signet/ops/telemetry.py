@@ -29,6 +29,7 @@ from typing import Any, Final, Literal
 from signet.config import TelemetrySettings
 from signet.errors import StorageError
 from signet.ops.analytics import percentile
+from signet.ops.ndjson import keyset_lines
 from signet.store.database import Database
 from signet.store.sqlite import sqlite3
 
@@ -237,16 +238,7 @@ class TelemetryLog:
         self.flush()
         where, params = self._where(event, since, until)
         sql = f"SELECT * FROM telemetry_events WHERE {where} AND id > ? ORDER BY id LIMIT ?"
-        after, left = 0, limit
-        while left > 0:
-            n = min(PAGE, left)
-            page = (*params, after, n)
-            rows: list[Any] = self.db.read(lambda c: list(c.execute(sql, page)))  # noqa: B023 - read at once
-            for r in rows:
-                yield json.dumps(_row(r), separators=(",", ":")) + "\n"
-            if len(rows) < n:
-                return
-            after, left = int(rows[-1]["id"]), left - len(rows)
+        return keyset_lines(self.db, sql, params, key="id", limit=limit, page=PAGE, item=_row)
 
     def stats(self, *, since: str | None = None) -> dict[str, Any]:
         """Aggregates over the stored events: totals per event, LLM and embedding calls and

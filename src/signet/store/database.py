@@ -82,14 +82,12 @@ class Database:
         self.max_readers = MAX_READERS
         self._closed = False
         self._after_commit: list[Callable[[], None]] = []
+        """Callbacks of the group being written (writer thread only): run after its COMMIT."""
         self._trouble: str | None = None
         """The code of the storage problem the last failed write hit, until a write lands."""
         self.on_trouble: Callable[[str, str | None], None] | None = None
         """Told ``(cause, message)`` when writes start failing for a storage reason, and
         ``(cause, None)`` when they land again (the runtime's condition: /health degraded)."""
-        """Callbacks of the group being written (writer thread only): run after its COMMIT."""
-        self._migrated = False
-        """Whether open() migrated an existing database (its freed pages are given back)."""
         self.on_migrate: Callable[[list[int]], None] | None = None
         """Told the pending schema versions before an existing database is backed up and
         migrated (the daemon marks itself busy for `signet start`, signet.instance)."""
@@ -99,10 +97,8 @@ class Database:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         try:
             self._write_conn = connect(self.path)
-            self._migrated = False
-            migrate(self._write_conn, before=self._backup_before_migration)
-            if self._migrated:
-                self._give_back_migrated_pages()
+            if migrate(self._write_conn, before=self._before_migration):
+                self._give_back_migrated_pages()  # a new store has none: one PRAGMA
         except sqlite3.Error as exc:  # a full disk, a read-only workspace, a damaged file: said in one line
             typed = storage_error(exc, self.path)
             if typed is None:
@@ -123,15 +119,18 @@ class Database:
             self._write_conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchall()
             log.info("gave %d free pages back after migrating %s", given, self.path)
 
-    def _backup_before_migration(self, pending: list[Migration]) -> None:
+    def _before_migration(self, pending: list[Migration]) -> None:
+        """An existing database is about to be migrated: say so (``on_migrate``), back it up."""
+        versions = [m.version for m in pending]
+        if self.on_migrate is not None:
+            self.on_migrate(versions)
+        self._backup_before_migration(versions)
+
+    def _backup_before_migration(self, versions: list[int]) -> None:
         """Back the database up before migrations change it (signet.store.backup). A backup that
         cannot be written (a nearly full disk, a copy that does not verify) is logged and the
         migration goes ahead: each migration is one transaction that rolls back on failure, and
         a daemon that refused to start would lose more than it protects."""
-        versions = [m.version for m in pending]
-        self._migrated = True
-        if self.on_migrate is not None:
-            self.on_migrate(versions)
         if not self.backups.before_migration:
             return
         # Said first: a large store takes a while to copy (`signet start` waits, see on_migrate).

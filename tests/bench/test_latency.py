@@ -174,3 +174,10 @@ def test_realistic_latency_quick_report_on_real_turns(tmp_path: Path) -> None:
 def test_the_realistic_profile_needs_the_files() -> None:
     res = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "--profile", "realistic"])
     assert res.exit_code == 2 and "--locomo and/or --longmemeval" in res.output
+
+
+def test_bad_profile_options_are_one_readable_line() -> None:
+    bogus = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "--profile", "bogus"])
+    assert bogus.exit_code == 2 and "synthetic or realistic" in bogus.output
+    zero = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "--distinct-turns", "0"])
+    assert zero.exit_code == 2 and "--distinct-turns" in zero.output

@@ -45,7 +45,7 @@ from typing import Any, Literal, Protocol
 
 from signet.condition import Condition
 from signet.errors import RateLimited, SignetError
-from signet.ops.diagnostics import Sources, diagnose
+from signet.ops.diagnostics import diagnose
 from signet.ops.repair_gate import RepairGate
 from signet.ops.repairs import SYSTEM, Caller, Repairs, RepairSources
 from signet.store.sqlite import sqlite3
@@ -66,7 +66,7 @@ CONDITION = "maintenance"
 """The cause /health and /api/status show while faults stand (signet.condition)."""
 
 
-class MaintenanceSources(Sources, RepairSources, Protocol):
+class MaintenanceSources(RepairSources, Protocol):
     @property
     def condition(self) -> Condition: ...
 

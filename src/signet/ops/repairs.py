@@ -22,16 +22,13 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
-from signet.config import Settings
-from signet.embedding.service import EmbeddingService
 from signet.errors import MutationsFrozen, SignetError, StorageError
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.ops import dedup, orphans, repair_audit
+from signet.ops.diagnostics import Sources
 from signet.ops.repair_gate import ActorType, RepairGate
 from signet.pipeline import queue
-from signet.pipeline.runtime import Pipeline
-from signet.store.database import Database
 from signet.store.integrity import check_keyword_indexes, rebuild_keyword_indexes
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection, sqlite3
@@ -39,17 +36,10 @@ from signet.store.sqlite import Connection, sqlite3
 log = logging.getLogger(__name__)
 
 
-class RepairSources(Protocol):
-    """What the actions reach in the composition root (signet.runtime.Runtime, structurally)."""
+class RepairSources(Sources, Protocol):
+    """What the actions reach in the composition root (signet.runtime.Runtime, structurally):
+    what diagnostics reads, and the workers the actions drive."""
 
-    @property
-    def settings(self) -> Settings: ...
-    @property
-    def db(self) -> Database: ...
-    @property
-    def embeddings(self) -> EmbeddingService: ...
-    @property
-    def pipeline(self) -> Pipeline: ...
     @property
     def retention(self) -> RetentionWorker: ...
     @property

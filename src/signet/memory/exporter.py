@@ -17,7 +17,7 @@ from typing import Any
 from signet import __version__
 from signet.memory.export_format import BOOL_COLUMNS, FORMAT, MEMORY_COLUMNS, VERSION, dump_line
 from signet.store.database import connect
-from signet.store.records import load_tags
+from signet.store.records import history_contents, load_tags
 from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
@@ -77,9 +77,12 @@ def _memory(conn: Any, row: Any, vectors: bool) -> dict[str, Any]:
     mem["tags"] = load_tags(row["tags"])
     for k in BOOL_COLUMNS:
         mem[k] = bool(mem[k])
+    events = list(
+        conn.execute("SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (row["id"],))
+    )
     history = [
-        {k: h[k] for k in h.keys() if k != "memory_id"}  # noqa: SIM118
-        for h in conn.execute("SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, id", (row["id"],))
+        {k: h[k] for k in h.keys() if k != "memory_id"} | {"new_content": text}  # noqa: SIM118
+        for h, text in zip(events, history_contents(events, row["content"]), strict=True)
     ]
     mentions = [
         {k: m[k] for k in m.keys() if k != "memory_id"}  # noqa: SIM118

@@ -126,7 +126,8 @@ class RetentionWorker:
         report.history = self.db.write(
             lambda conn: (
                 conn.execute(
-                    "DELETE FROM memory_history WHERE rowid IN (SELECT rowid FROM memory_history WHERE created_at < ? LIMIT ?)",
+                    "DELETE FROM memory_history WHERE rowid IN (SELECT rowid FROM memory_history WHERE created_at < ?"
+                    " ORDER BY created_at LIMIT ?)",
                     (hist_cut, limit),
                 ).rowcount
             )
@@ -162,7 +163,8 @@ class RetentionWorker:
             )
         )
         if any(report.as_dict().values()):
-            report.pages_reclaimed = self.db.write(lambda conn: space.compact(conn, limit * 8))
+            removed = report.tombstones > 0
+            report.pages_reclaimed = self.db.write(lambda conn: space.compact(conn, limit * 8, rows_removed=removed))
         self.last_report = report
         self.last_run = to_iso(now)
         if any(report.as_dict().values()):

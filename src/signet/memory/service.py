@@ -73,7 +73,7 @@ from signet.store import space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.ids import complete_id
-from signet.store.records import load_tags, memory_from_row, now_iso, record_history, to_iso
+from signet.store.records import history_contents, load_tags, memory_from_row, now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
 
@@ -215,7 +215,7 @@ class MemoryService:
             mem["id"],
             "created",
             old_content=None,
-            new_content=mem["content"],
+            new_content=None,  # the text is the memory's: records.history_contents reads it back
             changed_by=changed_by,
             reason=reason,
             actor_type=actor_type,
@@ -541,6 +541,7 @@ class MemoryService:
         row, events = self.db.read(read)
         if (row is None and not events) or (row is not None and not scope.allows(row)):
             raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+        contents = history_contents(events, row["content"] if row is not None else None)
         return HistoryResponse(
             memory_id=memory_id,
             events=[
@@ -549,14 +550,14 @@ class MemoryService:
                     memory_id=e["memory_id"],
                     event=e["event"],
                     old_content=e["old_content"],
-                    new_content=e["new_content"],
+                    new_content=new_content,
                     changed_by=e["changed_by"],
                     reason=e["reason"],
                     metadata=json.loads(e["metadata"]) if e["metadata"] else None,
                     actor_type=e["actor_type"],
                     created_at=e["created_at"],
                 )
-                for e in events
+                for e, new_content in zip(events, contents, strict=True)
             ],
         )
 

@@ -261,6 +261,21 @@ UPDATE embeddings SET chunk_text = '' WHERE chunk_text != '';
 the text is the memory's). The columns stay (NOT NULL, spec layout) and hold ''. On real
 conversation turns they were about 2/5 of the text the database kept (docs/benchmarks.md)."""
 
+CREATED_TEXT_SCHEMA = """
+UPDATE memory_history AS h SET new_content = NULL
+WHERE h.event = 'created' AND h.new_content IS NOT NULL
+  AND h.new_content IS COALESCE(
+    (SELECT l.old_content FROM memory_history AS l
+      WHERE l.memory_id = h.memory_id AND l.old_content IS NOT NULL
+        AND (l.created_at, l.rowid) > (h.created_at, h.rowid)
+      ORDER BY l.created_at, l.rowid LIMIT 1),
+    (SELECT m.content FROM memories AS m WHERE m.id = h.memory_id));
+"""
+"""Migration 18: a ``created`` history event no longer keeps a copy of the memory's text
+(``records.history_contents`` reads it back from the next event that recorded what it replaced,
+or from the memory). Rows whose copy equals what would be read back lose it; any other row keeps
+its copy, so no history text can change. On conversation turns it was a sixth of the database."""
+
 MIGRATIONS: list[Migration] = [
     Migration(1, "core", CORE_SCHEMA),
     Migration(2, "auth_agents", AUTH_SCHEMA),
@@ -277,6 +292,7 @@ MIGRATIONS: list[Migration] = [
     Migration(13, "telemetry", TELEMETRY_SCHEMA),
     Migration(14, "repair_audit", REPAIR_AUDIT_SCHEMA),
     Migration(15, "contentless_thread_context", CONTENTLESS_SCHEMA),
+    Migration(18, "created_history_text", CREATED_TEXT_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import uuid
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -100,3 +101,22 @@ def record_history(
         ),
     )
     return hid
+
+
+def history_contents(events: Sequence[Any], current: str | None) -> list[str | None]:
+    """Each event's ``new_content``, in the events' order (``created_at``, then ``rowid``).
+
+    A ``created`` event stores no copy of the text (it was a sixth of a store of conversation
+    turns): the text a memory was created with is the ``old_content`` of the first later event
+    that carries one (every change of content, every delete records what it replaced), or else
+    the memory's current content. Rows written before that change keep their copy.
+    """
+    out: list[str | None] = [None] * len(events)
+    later = current
+    for i in range(len(events) - 1, -1, -1):
+        e = events[i]
+        stored = e["new_content"]
+        out[i] = later if stored is None and e["event"] == "created" else stored
+        if e["old_content"] is not None:
+            later = e["old_content"]
+    return out

@@ -123,3 +123,33 @@ def test_vector_leg_draws_from_the_named_month(make_workspace: Callable[..., Wor
             assert body["results"][0]["id"] == march, body
     finally:
         rt.stop()
+
+
+def test_since_and_until_filters_keep_their_edges_in_both_legs(make_workspace: Callable[..., Workspace]) -> None:
+    """The engines take their top k inside the filter's period (signet.search.recall.created_bounds)
+    instead of widening until enough survive: a memory created exactly at ``since`` or at
+    ``until`` is still found (the filter is inclusive), one a millisecond outside is not."""
+    from signet.search.recall import created_bounds
+    from signet.store.filters import MemoryFilter
+
+    assert created_bounds(MemoryFilter()) is None
+    ws = make_workspace(search={"top_k": 2})
+    rt, api = _client(ws)
+    try:
+        with api:
+            for day in range(1, 29):  # many better matches outside the period
+                _remember(
+                    api, f"Deploy the billing service to production, attempt {day}", f"2023-02-{day:02d}T09:00:00Z"
+                )
+            first = _remember(api, "Deploy billing once more", "2023-03-01T10:00:00.000Z")
+            last = _remember(api, "Billing deploy again", "2023-03-02T10:00:00.000Z")
+            _remember(api, "Billing deploy after the period", "2023-03-02T10:00:00.001Z")
+            rt.embeddings.wait_idle(timeout=60)
+            period = {"since": "2023-03-01T10:00:00.000Z", "until": "2023-03-02T10:00:00.000Z"}
+            for alpha in (0.0, 0.5, 1.0):
+                body = api.post(
+                    "/api/memory/recall", json={"query": "deploy billing", "limit": 5, "alpha": alpha, **period}
+                ).json()
+                assert {r["id"] for r in body["results"]} == {first, last}, (alpha, body)
+    finally:
+        rt.stop()

@@ -57,13 +57,20 @@ def test_latency_quick_report(tmp_path: Path) -> None:
     assert rem["accepted_per_s"] > 0 and rem["server_cpu_ms_per_remember"] > 0
     assert set(run["ratios"]) == {
         f"recall_over_{b}_{p}" for b in ("fts5", "numpy", "brute_sum", "parts") for p in ("p50", "p95")
-    } | {"fts5_over_keyword_index_p50", "fts5_over_keyword_index_p95", "rss_over_text_vectors_index"}
+    } | {
+        "fts5_over_keyword_index_p50",
+        "fts5_over_keyword_index_p95",
+        "rss_over_text_vectors_index",
+        "rss_at_rest_over_text_vectors_index",
+    }
+    assert 0 < run["daemon_memory_kib_at_rest"] <= run["daemon_memory_kib_end"]["VmHWM"]
     assert set(run["targets"]) == {
         "recall_p95_under_40ms",
         "recall_p95_within_1_5x_of_its_parts",
         "remember_at_least_500_per_s",
         "db_within_3x_text_and_vectors",
         "rss_within_2x_text_vectors_index",
+        "rss_at_rest_within_2x_text_vectors_index",
     }
     assert all(isinstance(v, bool) for v in run["targets"].values())
     # The vectors were cached: a second size reuses them as a prefix.

@@ -51,6 +51,7 @@ import numpy as np
 
 from signet.bench.corpus import Sample, generate
 from signet.bench.metrics import percentile
+from signet.daemon.idle import IDLE_S as IDLE_TRIM_S
 from signet.embedding.base import Vectors
 from signet.memory.content import parse_content
 from signet.models import RememberRequest
@@ -88,6 +89,8 @@ class LatencyOptions:
     """Realistic profile: at most this many distinct turns (the rest are their copies)."""
     filters: bool = True
     """Also measure recall with a project filter and with a time filter."""
+    rest_wait: bool = True
+    """Wait for the daemon's idle trim before sampling its RSS at rest (about a minute per size)."""
 
 
 @dataclass
@@ -722,6 +725,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
                     task="recall, time filter",
                 )
             out["daemon_memory_kib_after_recall"] = daemon.memory_kib()
+            recalls_done = time.monotonic()
 
             texts = [q for q, _ in queries[opts.warmup :]]
             embed, qvecs = measure_embedding(texts)
@@ -732,6 +736,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
                 "numpy": measure_numpy(load_matrix(db_path), qvecs, opts.recall_limit),
                 "query_embedding": embed,
             }
+            out["daemon_memory_kib_at_rest"] = at_rest(daemon, recalls_done, IDLE_TRIM_S if opts.rest_wait else 0.0)
             out["remember"] = measure_remember(daemon, fresh, opts.concurrency, progress)
             out["daemon_memory_kib_end"] = daemon.memory_kib()
     rec, base = out["recall"], out["baselines"]
@@ -749,6 +754,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
     floor = out["size"]["text_bytes"] + out["size"]["vector_bytes"] + int(base["keyword_index"]["bytes"])
     rss = out["daemon_memory_kib_after_recall"].get("VmRSS", 0) * 1024
     ratios["rss_over_text_vectors_index"] = _ratio(rss, floor)
+    ratios["rss_at_rest_over_text_vectors_index"] = _ratio(out["daemon_memory_kib_at_rest"] * 1024, floor)
     out["ratios"] = ratios
     out["targets"] = {
         "recall_p95_under_40ms": rec["p95"] < 40.0,
@@ -756,6 +762,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         "remember_at_least_500_per_s": out["remember"]["accepted_per_s"] >= 500.0,
         "db_within_3x_text_and_vectors": out["size"]["db_over_text_and_vectors"] <= 3.0,
         "rss_within_2x_text_vectors_index": 0 < ratios["rss_over_text_vectors_index"] <= 2.0,
+        "rss_at_rest_within_2x_text_vectors_index": 0 < ratios["rss_at_rest_over_text_vectors_index"] <= 2.0,
     }
     return out
 
@@ -771,6 +778,18 @@ def run(opts: LatencyOptions, progress: Progress = _noop) -> dict[str, Any]:
     for n in opts.memories:
         report["runs"].append(run_one(n, opts, progress))
     return report
+
+
+def at_rest(daemon: Daemon, last_request: float, idle_s: float = IDLE_TRIM_S) -> int:
+    """The daemon's RSS in KiB once it has been idle long enough to give memory back: the lowest
+    of samples taken until two of its idle periods have passed since ``last_request`` (the idle
+    trimmer, signet.daemon.idle, runs within that). Right after a load, glibc's arenas still
+    hold what the requests freed; both figures are reported."""
+    low = daemon.memory_kib().get("VmRSS", 0)
+    while idle_s > 0 and time.monotonic() < last_request + 2 * idle_s + 2:
+        time.sleep(1.0)
+        low = min(low, daemon.memory_kib().get("VmRSS", low))
+    return low
 
 
 def _rss(run: dict[str, Any]) -> str:
@@ -829,6 +848,11 @@ def table(report: dict[str, Any]) -> Any:
     row("database / (text + vectors)", lambda r: f"{r['size']['db_over_text_and_vectors']}x")
     row("daemon RSS MB (peak)", lambda r: _rss(r))
     row("RSS / (text + vectors + keyword index)", lambda r: f"{r['ratios']['rss_over_text_vectors_index']}x")
+    row("daemon RSS at rest MB", lambda r: round(r["daemon_memory_kib_at_rest"] / 1024))
+    row(
+        "RSS at rest / (text + vectors + keyword index)",
+        lambda r: f"{r['ratios']['rss_at_rest_over_text_vectors_index']}x",
+    )
     row("remember accepted/s", lambda r: r["remember"]["accepted_per_s"])
     row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
     row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])

@@ -206,6 +206,7 @@ def latency_cmd(
     )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
+        opts.rest_wait = False
     with _bars() as progress:
         report = latency.run(opts, progress)
     _emit(report, out, as_json, latency.table)

@@ -52,10 +52,14 @@ def rss_mb() -> float | None:
     return None
 
 
+IDLE_S = 30.0
+"""How long without a request before the daemon trims (benchmarks wait for it to measure RSS at rest)."""
+
+
 class IdleTrim:
     """Trim once per idle period; ``activity`` returns a number that changes with every request."""
 
-    def __init__(self, activity: Callable[[], int], idle_s: float = 30.0) -> None:
+    def __init__(self, activity: Callable[[], int], idle_s: float = IDLE_S) -> None:
         self.activity = activity
         self.idle_s = idle_s
         self.trims = 0

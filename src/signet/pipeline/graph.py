@@ -128,12 +128,13 @@ def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, n
     if not names:
         return 0
     found = 0
-    for start in range(0, len(names), 400):
-        chunk = names[start : start + 400]
-        marks = ",".join("?" for _ in chunk)
-        for row in conn.execute(
-            f"SELECT id, name FROM entities WHERE agent_id = ? AND canonical_name IN ({marks})", (agent_id, *chunk)
-        ).fetchall():
-            link(conn, memory_id, row[0], row[1], 1.0)
-            found += 1
+    # One statement text whatever the number of names (a JSON array, not one placeholder per
+    # name): with ``IN (?, ?, …)`` every turn length was a new statement to compile on the
+    # writer thread (a tenth of its time on real turns went to preparing statements).
+    for row in conn.execute(
+        "SELECT id, name FROM entities WHERE agent_id = ? AND canonical_name IN (SELECT value FROM json_each(?))",
+        (agent_id, json.dumps(names)),
+    ).fetchall():
+        link(conn, memory_id, row[0], row[1], 1.0)
+        found += 1
     return found

@@ -3,10 +3,11 @@
 A base of N real turns (LongMemEval-S and LoCoMo, signet.bench.conversations) is loaded into
 each index, then M new turns are applied one at a time, each with its predecessor re-indexed
 (its thread context gained the new turn), as ``KeywordMirror`` does for every remember. The
-arms alternate in random order, three rounds each; the best round of each is reported.
+arms alternate in random order, three rounds each; the best round of each is reported, then
+one untimed pass per arm measures the memory the applied writes hold (tracemalloc).
 
     git show e9c56a1:src/signet/search/keywords.py > /tmp/keywords_old.py
-    python bench/vocab_ab.py --old /tmp/keywords_old.py --locomo ../shared/bench-data/locomo10.json \
+    python bench/keyword_follow_ab.py --old /tmp/keywords_old.py --locomo ../shared/bench-data/locomo10.json \
         --longmemeval ../shared/bench-data/longmemeval_s_dev150.json.gz --base 20000 --new 3000
 
 The file is a measurement script, not a test: figures and the decision go in docs/benchmarks.md.
@@ -19,6 +20,7 @@ import importlib.util
 import random
 import sys
 import time
+import tracemalloc
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -70,6 +72,18 @@ def main() -> None:
             best[name] = min(best.get(name, ms), ms)
             print(f"{name}: {ms:.3f} ms per remembered turn (vocabulary {index.stats()})", flush=True)
     print({k: round(v, 3) for k, v in best.items()}, f"new/old {best['new'] / best['old']:.2f}x")
+    for name, mod in arms.items():
+        index = mod.KeywordIndex((1.0, 0.5))
+        index.load(row(mod, i) for i in range(a.base))
+        writes = [(row(mod, i), row(mod, i - 1)) for i in range(a.base, a.base + a.new)]
+        tracemalloc.start()
+        for turn, before in writes:
+            index.apply([turn, before], [])
+        held = tracemalloc.get_traced_memory()[0]
+        tracemalloc.stop()
+        print(
+            f"{name}: the {a.new} writes hold {held / 1e6:.1f} MB (the index now holds {index.postings} postings; no merge)"
+        )
 
 
 if __name__ == "__main__":

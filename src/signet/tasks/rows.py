@@ -1,0 +1,124 @@
+"""Rows of ``tasks`` and ``task_runs`` (migration 19, signet.store.schema_tasks)."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from signet.store.sqlite import Connection
+from signet.tasks.models import TaskRun
+
+TASK_COLUMNS = (
+    "id, name, schedule, command, harness, prompt, cwd, timeout_s, enabled, created_at, updated_at, next_run_at"
+)
+RUN_COLUMNS = (
+    "id, task_id, trigger, status, scheduled_for, started_at, finished_at, exit_code, output, truncated, error"
+)
+
+
+def task_dict(row: Any) -> dict[str, Any]:
+    keys = [k.strip() for k in TASK_COLUMNS.split(",")]
+    data = dict(zip(keys, row, strict=True))
+    data["command"] = json.loads(data["command"])
+    data["enabled"] = bool(data["enabled"])
+    return data
+
+
+def insert_task(conn: Connection, task: dict[str, Any]) -> None:
+    conn.execute(
+        f"INSERT INTO tasks({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            task["id"],
+            task["name"],
+            task["schedule"],
+            json.dumps(task["command"]),
+            task["harness"],
+            task["prompt"],
+            task["cwd"],
+            task["timeout_s"],
+            int(task["enabled"]),
+            task["created_at"],
+            task["updated_at"],
+            task["next_run_at"],
+        ),
+    )
+
+
+def update_task(conn: Connection, task_id: str, fields: dict[str, Any]) -> None:
+    values = {k: json.dumps(v) if k == "command" else int(v) if k == "enabled" else v for k, v in fields.items()}
+    sets = ", ".join(f"{k} = ?" for k in values)
+    conn.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*values.values(), task_id))
+
+
+def get_task(conn: Connection, task_id: str) -> dict[str, Any] | None:
+    row = conn.execute(f"SELECT {TASK_COLUMNS} FROM tasks WHERE id = ?", (task_id,)).fetchone()
+    return None if row is None else task_dict(row)
+
+
+def all_tasks(conn: Connection) -> list[dict[str, Any]]:
+    return [task_dict(r) for r in conn.execute(f"SELECT {TASK_COLUMNS} FROM tasks ORDER BY created_at, id")]
+
+
+def delete_task(conn: Connection, task_id: str) -> bool:
+    conn.execute("DELETE FROM task_runs WHERE task_id = ?", (task_id,))
+    return bool(conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount)
+
+
+def insert_run(conn: Connection, run: TaskRun, keep: int) -> None:
+    conn.execute(
+        f"INSERT INTO task_runs({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        (
+            run.id,
+            run.task_id,
+            run.trigger,
+            run.status,
+            run.scheduled_for,
+            run.started_at,
+            run.finished_at,
+            run.exit_code,
+            run.output,
+            int(run.truncated),
+            run.error,
+        ),
+    )
+    conn.execute(
+        "DELETE FROM task_runs WHERE task_id = ? AND seq NOT IN "
+        "(SELECT seq FROM task_runs WHERE task_id = ? ORDER BY seq DESC LIMIT ?)",
+        (run.task_id, run.task_id, keep),
+    )
+
+
+def update_run(conn: Connection, run_id: str, fields: dict[str, Any]) -> None:
+    values = {k: int(v) if k == "truncated" else v for k, v in fields.items()}
+    sets = ", ".join(f"{k} = ?" for k in values)
+    conn.execute(f"UPDATE task_runs SET {sets} WHERE id = ?", (*values.values(), run_id))
+
+
+def _run(row: Any) -> TaskRun:
+    keys = [k.strip() for k in RUN_COLUMNS.split(",")]
+    data = dict(zip(keys, row, strict=True))
+    data["truncated"] = bool(data["truncated"])
+    return TaskRun.model_validate(data)
+
+
+def get_run(conn: Connection, run_id: str) -> TaskRun | None:
+    row = conn.execute(f"SELECT {RUN_COLUMNS} FROM task_runs WHERE id = ?", (run_id,)).fetchone()
+    return None if row is None else _run(row)
+
+
+def runs_of(conn: Connection, task_id: str, limit: int, offset: int) -> tuple[list[TaskRun], int]:
+    rows = conn.execute(
+        f"SELECT {RUN_COLUMNS} FROM task_runs WHERE task_id = ? ORDER BY seq DESC LIMIT ? OFFSET ?",
+        (task_id, limit, offset),
+    ).fetchall()
+    total = int(conn.execute("SELECT COUNT(*) FROM task_runs WHERE task_id = ?", (task_id,)).fetchone()[0])
+    return [_run(r) for r in rows], total
+
+
+def interrupt_running(conn: Connection, at: str) -> int:
+    cur = conn.execute(
+        "UPDATE task_runs SET status = 'interrupted', finished_at = ?, "
+        "error = 'the daemon stopped before this run finished' WHERE status = 'running'",
+        (at,),
+    )
+    return int(cur.rowcount or 0)

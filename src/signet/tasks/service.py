@@ -1,0 +1,378 @@
+"""Scheduled tasks: create, change, list, run now, the run history, and the scheduler thread.
+
+Every program a task runs must be on ``tasks.allow`` (checked when the task is saved and
+again when it runs: the list may have changed). A task never runs twice at once: a run that
+comes due while the previous one is still going is recorded as ``skipped``, a manual run is
+refused (409). Runs happen on a pool of ``tasks.maxConcurrent`` threads, with the daemon's
+environment, in the task's directory, killed (with their process group) at their timeout.
+When the daemon starts, fire times that passed while it was down are recorded as one
+``missed`` run per task (how many, from when to when), never run late and never silently
+dropped.
+"""
+
+from __future__ import annotations
+
+import codecs
+import logging
+import os
+import threading
+import uuid
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, Literal
+
+from signet.config import TasksSettings
+from signet.errors import Conflict, InvalidRequest, NotFound, SignetError
+from signet.secrets import commands, runner
+from signet.store.database import Database
+from signet.tasks import rows
+from signet.tasks.models import HARNESS_COMMANDS, Task, TaskCreate, TaskPatch, TaskRun, TaskRunList
+from signet.tasks.schedule import parse
+from signet.tasks.stream import OutputHub
+
+log = logging.getLogger(__name__)
+
+IDLE_WAKE_S = 60.0
+"""The scheduler looks again at least this often (a clock change, a missed wake-up)."""
+
+
+def _now() -> datetime:
+    return datetime.now(UTC)
+
+
+def _iso(t: datetime) -> str:
+    return t.isoformat(timespec="milliseconds")
+
+
+@dataclass
+class _Active:
+    run: TaskRun
+    output: bytearray = field(default_factory=bytearray)
+    truncated: bool = False
+    decoders: dict[str, codecs.IncrementalDecoder] = field(default_factory=dict)
+
+
+class TaskService:
+    def __init__(self, db: Database, settings: TasksSettings, workspace_root: Path) -> None:
+        self.db = db
+        self.settings = settings
+        self.workspace_root = workspace_root
+        self.hub = OutputHub()
+        self._lock = threading.Lock()
+        self._active: dict[str, _Active] = {}
+        self._wake = threading.Event()
+        self._stopping = threading.Event()
+        self._cancel = threading.Event()
+        self._thread: threading.Thread | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # --- lifecycle -------------------------------------------------------------------------
+
+    def start(self) -> None:
+        self._stopping.clear()
+        self._cancel.clear()
+        at = _iso(_now())
+        if self.db.write(lambda c: rows.interrupt_running(c, at)):
+            log.warning("task runs were unfinished when the daemon last stopped; marked interrupted")
+        self._report_missed()
+        self._pool = ThreadPoolExecutor(max_workers=self.settings.max_concurrent, thread_name_prefix="task-run")
+        if self.settings.enabled:
+            self._thread = threading.Thread(target=self._loop, name="task-scheduler", daemon=True)
+            self._thread.start()
+
+    def stop(self) -> None:
+        """Stop scheduling, kill running commands, end every output stream."""
+        self._stopping.set()
+        self._wake.set()
+        if self._thread is not None:
+            self._thread.join(timeout=30)
+            self._thread = None
+        self._cancel.set()
+        pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.shutdown(wait=True, cancel_futures=True)  # running ones end as `cancelled`
+            at = _iso(_now())
+            self.db.write(lambda c: rows.interrupt_running(c, at))  # queued ones never started
+        with self._lock:
+            self._active.clear()
+        self.hub.close()
+
+    # --- tasks -----------------------------------------------------------------------------
+
+    def _argv(self, command: list[str] | None, harness: str | None, prompt: str | None) -> list[str]:
+        argv = [*HARNESS_COMMANDS[harness], prompt] if harness is not None and prompt is not None else command
+        if not argv:
+            raise InvalidRequest("a task needs a command, or a harness and a prompt")
+        commands.resolve(argv[0], self.settings.allow, what="tasks.allow")
+        return list(argv)
+
+    def _cwd(self, cwd: str | None) -> str:
+        if cwd is None:
+            return str(self.workspace_root)
+        if not Path(cwd).is_absolute() or not Path(cwd).is_dir():
+            raise InvalidRequest(f"cwd {cwd[:200]!r} is not an absolute path to an existing directory")
+        return cwd
+
+    def _task(self, data: dict[str, Any]) -> Task:
+        with self._lock:
+            running = data["id"] in self._active
+        return Task(**data, running=running)
+
+    def create(self, req: TaskCreate) -> Task:
+        schedule = parse(req.schedule)
+        now = _now()
+        data = {
+            "id": uuid.uuid4().hex[:16],
+            "name": req.name,
+            "schedule": schedule.text,
+            "command": self._argv(req.command, req.harness, req.prompt),
+            "harness": req.harness,
+            "prompt": req.prompt,
+            "cwd": self._cwd(req.cwd),
+            "timeout_s": req.timeout_s,
+            "enabled": req.enabled,
+            "created_at": _iso(now),
+            "updated_at": _iso(now),
+            "next_run_at": _iso(schedule.next_after(now)) if req.enabled else None,
+        }
+        self.db.write(lambda c: rows.insert_task(c, data))
+        self._wake.set()
+        return self._task(data)
+
+    def _get(self, task_id: str) -> dict[str, Any]:
+        found = self.db.read(lambda c: rows.get_task(c, task_id))
+        if found is None:
+            raise NotFound(f"no task {task_id[:80]!r}")
+        return found
+
+    def get(self, task_id: str) -> Task:
+        return self._task(self._get(task_id))
+
+    def list_tasks(self) -> list[Task]:
+        return [self._task(t) for t in self.db.read(rows.all_tasks)]
+
+    def update(self, task_id: str, patch: TaskPatch) -> Task:
+        current = self._get(task_id)
+        changes = patch.model_dump(exclude_unset=True)
+        if any(v is None for v in changes.values()):
+            raise InvalidRequest("a field cannot be set to null; leave it out to keep it")
+        if "command" in changes and current["harness"] is not None:
+            raise InvalidRequest("this task runs a harness prompt: change 'prompt', not 'command'")
+        if "prompt" in changes and current["harness"] is None:
+            raise InvalidRequest("this task runs a command: change 'command', not 'prompt'")
+        fields: dict[str, Any] = {k: v for k, v in changes.items() if k in ("name", "timeout_s", "enabled", "prompt")}
+        if "cwd" in changes:
+            fields["cwd"] = self._cwd(changes["cwd"])
+        if "command" in changes or "prompt" in changes:
+            fields["command"] = self._argv(
+                changes.get("command"), current["harness"], changes.get("prompt", current["prompt"])
+            )
+        schedule = parse(changes.get("schedule", current["schedule"]))
+        fields["schedule"] = schedule.text
+        now = _now()
+        enabled = changes.get("enabled", current["enabled"])
+        if "schedule" in changes or "enabled" in changes:
+            fields["next_run_at"] = _iso(schedule.next_after(now)) if enabled else None
+        fields["updated_at"] = _iso(now)
+        self.db.write(lambda c: rows.update_task(c, task_id, fields))
+        self._wake.set()
+        return self.get(task_id)
+
+    def delete(self, task_id: str) -> None:
+        if not self.db.write(lambda c: rows.delete_task(c, task_id)):
+            raise NotFound(f"no task {task_id[:80]!r}")
+
+    # --- runs ------------------------------------------------------------------------------
+
+    def runs(self, task_id: str, limit: int, offset: int) -> TaskRunList:
+        self._get(task_id)
+        items, total = self.db.read(lambda c: rows.runs_of(c, task_id, limit, offset))
+        return TaskRunList(items=items, total=total, limit=limit, offset=offset)
+
+    def active_output(self, task_id: str) -> tuple[TaskRun, str] | None:
+        """The run in progress and its output so far (a stream that joins late starts here)."""
+        with self._lock:
+            active = self._active.get(task_id)
+            if active is None:
+                return None
+            return active.run, active.output.decode("utf-8", errors="replace")
+
+    def run_now(self, task_id: str) -> TaskRun:
+        """Start a run of the task now; 409 while one is running."""
+        return self._fire(self._get(task_id), "manual", None)
+
+    def _fire(self, task: dict[str, Any], trigger: Literal["schedule", "manual"], due: str | None) -> TaskRun:
+        pool = self._pool
+        if pool is None:
+            raise SignetError("tasks are not running (the runtime is stopped)", code="daemon_unavailable")
+        now = _iso(_now())
+        run = TaskRun(
+            id=uuid.uuid4().hex,
+            task_id=task["id"],
+            trigger=trigger,
+            status="running",
+            scheduled_for=due,
+            started_at=now,
+            finished_at=None,
+            exit_code=None,
+            output="",
+            truncated=False,
+            error=None,
+        )
+        with self._lock:
+            busy = task["id"] in self._active
+            if not busy:
+                self._active[task["id"]] = _Active(run)
+        if busy:
+            if trigger == "manual":
+                raise Conflict(f"task {task['name']!r} is already running; runs of one task never overlap")
+            skipped = run.model_copy(
+                update={"status": "skipped", "finished_at": now, "error": "the previous run was still running"}
+            )
+            self.db.write(lambda c: rows.insert_run(c, skipped, self.settings.keep_runs))
+            return skipped
+        try:
+            self.db.write(lambda c: rows.insert_run(c, run, self.settings.keep_runs))
+            self.hub.publish(task["id"], "run", {"run_id": run.id, "trigger": trigger, "started_at": now})
+            pool.submit(self._execute, task, run)
+        except BaseException:
+            with self._lock:
+                self._active.pop(task["id"], None)
+            raise
+        return run
+
+    def _on_output(self, task_id: str, stream: str, chunk: bytes) -> None:
+        limit = self.settings.max_output_bytes
+        with self._lock:
+            active = self._active.get(task_id)
+            if active is None:
+                return
+            room = limit - len(active.output)
+            if room > 0:
+                active.output += chunk[:room]
+            if len(chunk) > room:
+                active.truncated = True
+            decoder = active.decoders.setdefault(stream, codecs.getincrementaldecoder("utf-8")(errors="replace"))
+            text = decoder.decode(chunk)
+            run_id = active.run.id
+        if text:
+            self.hub.publish(task_id, "output", {"run_id": run_id, "stream": stream, "text": text})
+
+    def _execute(self, task: dict[str, Any], run: TaskRun) -> None:
+        task_id = task["id"]
+        fields: dict[str, Any]
+        try:
+            try:
+                program = commands.resolve(task["command"][0], self.settings.allow, what="tasks.allow")
+                out = runner.run(
+                    [program, *task["command"][1:]],
+                    env=dict(os.environ),
+                    cwd=Path(task["cwd"]),
+                    timeout_s=task["timeout_s"] or self.settings.timeout_s,
+                    keep=0,
+                    cancel=self._cancel,
+                    on_output=lambda stream, chunk: self._on_output(task_id, stream, chunk),
+                )
+            except SignetError as exc:
+                fields = {"status": "error", "error": exc.message}
+            except OSError as exc:
+                fields = {"status": "error", "error": f"could not start {task['command'][0]}: {exc.strerror or exc}"}
+            else:
+                status = "timeout" if out.timed_out else "cancelled" if out.cancelled else "done"
+                error = None
+                if out.timed_out:
+                    error = f"killed after the {task['timeout_s'] or self.settings.timeout_s:g} s timeout"
+                elif out.cancelled:
+                    error = "killed: the daemon is stopping"
+                fields = {"status": status, "exit_code": out.exit_code, "error": error}
+            with self._lock:
+                active = self._active.get(task_id)
+                if active is not None:
+                    fields["output"] = active.output.decode("utf-8", errors="replace")
+                    fields["truncated"] = active.truncated
+            fields["finished_at"] = _iso(_now())
+            self.db.write(lambda c: rows.update_run(c, run.id, fields))
+        except Exception:  # a worker thread has no caller: say what failed, in the log
+            log.exception("task run %s of %s failed", run.id, task_id)
+            fields = {"status": "error", "error": "internal error; see the daemon log"}
+        finally:
+            with self._lock:
+                self._active.pop(task_id, None)
+            done = {"run_id": run.id, "status": fields["status"], "exit_code": fields.get("exit_code")}
+            self.hub.publish(task_id, "done", done)
+
+    # --- the scheduler ---------------------------------------------------------------------
+
+    def _report_missed(self) -> None:
+        now = _now()
+        for task in self.db.read(rows.all_tasks):
+            if not task["enabled"] or task["next_run_at"] is None:
+                continue
+            due = datetime.fromisoformat(task["next_run_at"])
+            if due > now:
+                continue
+            try:
+                schedule = parse(task["schedule"])
+            except InvalidRequest as exc:  # saved under other rules: say so, keep starting
+                log.error("task %s has a schedule this version cannot read: %s", task["id"], exc.message)
+                continue
+            count, last = schedule.missed(due, now)
+            missed = TaskRun(
+                id=uuid.uuid4().hex,
+                task_id=task["id"],
+                trigger="schedule",
+                status="missed",
+                scheduled_for=task["next_run_at"],
+                started_at=None,
+                finished_at=_iso(now),
+                exit_code=None,
+                output="",
+                truncated=False,
+                error=f"{count} scheduled run{'s' if count != 1 else ''} missed while the daemon was down "
+                f"(due {task['next_run_at']} to {_iso(last)}); not run late",
+            )
+            nxt = _iso(schedule.next_after(now))
+
+            def record(c: Any, task_id: str = task["id"], missed: TaskRun = missed, nxt: str = nxt) -> None:
+                rows.insert_run(c, missed, self.settings.keep_runs)
+                rows.update_task(c, task_id, {"next_run_at": nxt})
+
+            self.db.write(record)
+            log.warning("task %s: %s", task["name"], missed.error)
+
+    def _loop(self) -> None:
+        while not self._stopping.is_set():
+            self._wake.clear()  # before the tick: a change made during it wakes the next wait at once
+            try:
+                wait = self._tick()
+            except Exception:  # the scheduler must outlive one bad tick: say what failed, try again
+                log.exception("the task scheduler failed; retrying")
+                wait = 5.0
+            self._wake.wait(timeout=wait)
+
+    def _tick(self) -> float:
+        """Fire every due task; return the seconds until the next one is due."""
+        now = _now()
+        soonest = IDLE_WAKE_S
+        for task in self.db.read(rows.all_tasks):
+            if not task["enabled"] or task["next_run_at"] is None:
+                continue
+            due = datetime.fromisoformat(task["next_run_at"])
+            if due <= now:
+                if self._stopping.is_set():
+                    break
+                try:
+                    schedule = parse(task["schedule"])
+                except InvalidRequest as exc:  # saved under other rules: said once per tick, never run
+                    log.error("task %s has a schedule this version cannot read: %s", task["id"], exc.message)
+                    continue
+                self._fire(task, "schedule", task["next_run_at"])
+                nxt = schedule.next_after(max(due, now))
+                fields = {"next_run_at": _iso(nxt)}
+                task_id = task["id"]
+                self.db.write(lambda c: rows.update_task(c, task_id, fields))  # noqa: B023 (runs before the loop moves on)
+                due = nxt
+            soonest = min(soonest, (due - now).total_seconds())
+        return max(0.01, soonest)

@@ -16,8 +16,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from signet.ingest.memory_files import FENCE, paragraphs
+
 _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*#*\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)")
 
 
 @dataclass(frozen=True)
@@ -33,7 +34,7 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
     stack: list[tuple[int, str]] = []
     fenced = False
     for line in text.splitlines():
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fenced = not fenced
         m = None if fenced else _HEADING.match(line)
         if m is None:
@@ -45,25 +46,6 @@ def _sections(text: str) -> list[tuple[tuple[str, ...], list[str]]]:
         stack.append((level, m.group(2).strip() or "(untitled)"))
         out.append((tuple(h for _, h in stack), []))
     return [(path, body) for path, body in out if "".join(body).strip()]
-
-
-def _paragraphs(lines: list[str]) -> list[str]:
-    """Blocks separated by blank lines; a fenced block stays whole."""
-    paras: list[str] = []
-    cur: list[str] = []
-    fenced = False
-    for line in lines:
-        if _FENCE.match(line):
-            fenced = not fenced
-        if not fenced and not line.strip():
-            if cur:
-                paras.append("\n".join(cur).strip())
-                cur = []
-            continue
-        cur.append(line)
-    if cur:
-        paras.append("\n".join(cur).strip())
-    return [p for p in paras if p]
 
 
 def _cut_point(text: str, start: int, end: int) -> int:
@@ -100,7 +82,7 @@ def chunk_markdown(text: str, size: int) -> list[Chunk]:
             chunks.append(Chunk(len(chunks), path, whole))
             continue
         buf = ""
-        for para in _paragraphs(body):
+        for para in paragraphs(body):
             for piece in _hard_split(para, size) if len(para) > size else [para]:
                 if buf and len(buf) + 2 + len(piece) > size:
                     chunks.append(Chunk(len(chunks), path, buf))

@@ -35,7 +35,7 @@ MAX_CHUNK_CHARS = 100_000
 """A chunk is never longer than a memory may be (``MAX_CONTENT_CHARS``)."""
 
 _HEADING = re.compile(r"^(#{1,3})\s+\S")
-_FENCE = re.compile(r"^\s*(```|~~~)")
+FENCE = re.compile(r"^\s*(```|~~~)")
 _DAY = re.compile(r"^(\d{4}-\d{2}-\d{2})")
 
 
@@ -63,7 +63,7 @@ def _sections(text: str) -> list[tuple[str, list[str]]]:
     out: list[tuple[str, list[str]]] = [("", [])]
     fenced = False
     for line in text.splitlines():
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fenced = not fenced
         if not fenced and _HEADING.match(line):
             out.append((line.strip(), []))
@@ -72,13 +72,13 @@ def _sections(text: str) -> list[tuple[str, list[str]]]:
     return [(h, body) for h, body in out if h or "".join(body).strip()]
 
 
-def _paragraphs(lines: list[str]) -> list[str]:
-    """Blocks separated by blank lines (a fenced block stays whole)."""
+def paragraphs(lines: list[str]) -> list[str]:
+    """Blocks separated by blank lines (a fenced block stays whole); documents chunk with it too."""
     paras: list[str] = []
     cur: list[str] = []
     fenced = False
     for line in lines:
-        if _FENCE.match(line):
+        if FENCE.match(line):
             fenced = not fenced
         if not fenced and not line.strip():
             if cur:
@@ -122,7 +122,7 @@ def chunk_markdown(text: str, max_tokens: int = DEFAULT_MAX_TOKENS) -> list[Chun
         prefix = f"{header}\n\n" if header else ""
         room = max(limit - len(prefix), limit // 2)
         buf = ""
-        for para in _paragraphs(body):
+        for para in paragraphs(body):
             for piece in _hard_split(para, room) if len(para) > room else [para]:
                 if buf and len(buf) + 2 + len(piece) > room:
                     chunks.append(Chunk(prefix + buf, header, "paragraph", len(chunks)))

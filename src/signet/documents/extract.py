@@ -15,11 +15,6 @@ from dataclasses import dataclass
 from pathlib import PurePosixPath
 from urllib.parse import unquote, urlsplit
 
-from markdownify import markdownify
-from pypdf import PdfReader
-from pypdf.errors import PdfReadError, PyPdfError
-from selectolax.lexbor import LexborHTMLParser
-
 from signet.documents.errors import DocumentFailed
 
 KINDS = ("markdown", "text", "html", "pdf")
@@ -101,6 +96,11 @@ def decode_text(body: bytes, charset: str | None, what: str) -> str:
 
 def html_to_markdown(html: str) -> tuple[str | None, str]:
     """(title, markdown of the main content) of an HTML page, boilerplate removed."""
+    # Imported here: the parsers cost a tenth of a second at import, paid by every daemon
+    # start (before /health answers) though most stores never ingest a page.
+    from markdownify import markdownify
+    from selectolax.lexbor import LexborHTMLParser
+
     tree = LexborHTMLParser(html)
     title = None
     node = tree.css_first("title")
@@ -122,6 +122,9 @@ def html_to_markdown(html: str) -> tuple[str | None, str]:
 
 
 def pdf_to_text(body: bytes, what: str) -> tuple[str | None, str]:
+    from pypdf import PdfReader  # imported here, as the HTML parsers are
+    from pypdf.errors import PdfReadError, PyPdfError
+
     try:
         reader = PdfReader(io.BytesIO(body))
         if reader.is_encrypted:

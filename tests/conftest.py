@@ -50,6 +50,10 @@ if "SIGNET_MODEL_CACHE" not in os.environ:
 os.environ["XDG_BIN_HOME"] = tempfile.mkdtemp(prefix="signet-test-bin-")
 atexit.register(shutil.rmtree, os.environ["XDG_BIN_HOME"], ignore_errors=True)
 
+# Secret stores made by tests keep their key in a file in the test's workspace, never in the
+# real OS keyring of the machine running the tests (keyring's own switch; daemons inherit it).
+os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+
 
 @pytest.fixture(scope="session")
 def model_cache() -> Path:

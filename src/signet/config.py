@@ -206,16 +206,13 @@ _FLAT_REPAIR_KEYS = {
 
 
 class PipelineSettings(Section):
-    # The spec's prospective hints and document chunking
-    # are not implemented here; their settings are read by nothing. ``telemetryEnabled`` is the
-    # spec's switch for sending anonymous events, and nothing is sent here (``telemetry.enabled``
-    # governs the local event log).
+    # The spec's prospective hints are not implemented here; their settings are read by nothing.
+    # ``telemetryEnabled`` is the spec's switch for sending anonymous events, and nothing is sent
+    # here (``telemetry.enabled`` governs the local event log).
     legacy_keys = frozenset(
         {
             "hints",
             "telemetryEnabled",
-            "documentChunkSize",
-            "documentChunkOverlap",
         }
     )
 
@@ -269,11 +266,48 @@ class PipelineSettings(Section):
     backoff_max_ms: int = Field(30_000, ge=1, alias="backoffMaxMs")
     decision_candidates: int = Field(5, ge=1, le=20, alias="decisionCandidates")
     summarize_handoff: bool = Field(True, alias="summarizeHandoff", description="LLM handoff summaries")
+    document_chunk_size: int = Field(
+        2000, ge=200, le=20_000, alias="documentChunkSize", description="largest document chunk, in characters"
+    )
+    document_chunk_overlap: int = Field(
+        200,
+        ge=0,
+        le=5000,
+        alias="documentChunkOverlap",
+        description="characters two consecutive windows of a plain-text document share",
+    )
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     autonomous: AutonomousSettings = Field(default_factory=AutonomousSettings)
     repair: RepairSettings = Field(default_factory=RepairSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> PipelineSettings:
+        if self.document_chunk_overlap >= self.document_chunk_size // 2:
+            raise ValueError("documentChunkOverlap must be less than half of documentChunkSize")
+        return self
+
+
+class ReinforceSettings(Section):
+    """Store-time reinforcement (docs/lifecycle.md): a remembered text this similar to a live
+    memory of the same type and owner adds a confirmation to it instead of a near duplicate."""
+
+    enabled: bool = Field(
+        False, description="reinforce instead of storing a near duplicate (off: see docs/lifecycle.md)"
+    )
+    threshold: float = Field(
+        0.88, ge=0.5, le=1.0, description="cosine similarity at or above which a new text reinforces (agenr: 0.88)"
+    )
+
+
+class SignalsSettings(Section):
+    """Signals (docs/lifecycle.md): important new memories shown once to every running session."""
+
+    enabled: bool = Field(True, description="add signals to the per-prompt hook context")
+    min_importance: float = Field(0.9, ge=0.0, le=1.0, description="memories at or above this raise a signal")
+    max_age_s: int = Field(300, ge=1, le=30 * 86400, description="older memories never signal (agenr: 300 s)")
+    max_per_prompt: int = Field(3, ge=1, le=50, description="signals added to one prompt; the rest wait")
 
 
 class MemorySettings(Section):
@@ -287,6 +321,8 @@ class MemorySettings(Section):
         25, ge=0, description="batches larger than this need the preview's confirm_token"
     )
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, alias="pipelineV2")
+    reinforce: ReinforceSettings = Field(default_factory=ReinforceSettings)
+    signals: SignalsSettings = Field(default_factory=SignalsSettings)
 
 
 _RETENTION_MS = {
@@ -339,6 +375,33 @@ class DaemonSettings(Section):
     )
     log_files: int = Field(
         10, ge=2, le=1000, description="log files kept in all, the oldest removed first: disk <= log_files * log_max_mb"
+    )
+
+
+class DocumentsSettings(Section):
+    """Documents (docs/documents.md): how URLs are fetched, which local paths may be read, and
+    the worker that turns them into chunk memories. Chunk sizes are ``memory.pipelineV2``'s
+    ``documentChunkSize`` / ``documentChunkOverlap`` (the spec's place for them)."""
+
+    max_bytes: int = Field(
+        10 * 1024 * 1024, ge=1024, le=1024**3, description="largest body fetched or file read, in bytes"
+    )
+    fetch_timeout_s: float = Field(20.0, gt=0, le=600, description="seconds a URL fetch may take in all")
+    max_redirects: int = Field(5, ge=0, le=20, description="redirects followed per fetch")
+    allow_private_networks: bool = Field(
+        False,
+        description="fetch URLs on loopback, link-local and private addresses (off: refused, against SSRF)",
+    )
+    allowed_paths: list[str] = Field(
+        default_factory=lambda: ["~"],
+        description="folders local callers may ingest files from (symlinks resolved first; [] refuses every path)",
+    )
+    workers: int = Field(1, ge=0, le=8, description="document worker threads (0: documents wait in the queue)")
+    poll_interval_ms: int = Field(1000, ge=10, le=600_000, description="how often an idle worker looks for work")
+    auto_ingest: bool = Field(
+        False,
+        description="keep the workspace's memory/*.md and Claude Code's project memories "
+        "(~/.claude/projects/*/memory/*.md) as documents, synced on start and on change",
     )
 
 
@@ -403,6 +466,124 @@ class AgentsSettings(Section):
     roster: list[AgentEntry] = Field(default_factory=list)
 
 
+class SecretsExecSettings(Section):
+    """``POST /api/secrets/exec`` and ``signet secret exec`` (docs/secrets.md): what may run with
+    secrets in its environment. The spec names no default allow-list, so none runs until listed."""
+
+    allow: list[str] = Field(
+        default_factory=list,
+        description="commands exec may run: a name looked up on PATH (`gh`) or an absolute path; empty denies all",
+    )
+    timeout_s: float = Field(30.0, gt=0, le=3600, alias="timeoutSeconds", description="default run time limit")
+    max_timeout_s: float = Field(
+        300.0, gt=0, le=86_400, alias="maxTimeoutSeconds", description="the longest timeout a request may ask for"
+    )
+    max_output_bytes: int = Field(
+        1_000_000, ge=1024, le=64_000_000, alias="maxOutputBytes", description="kept of stdout and of stderr each"
+    )
+    max_concurrent: int = Field(2, ge=1, le=64, alias="maxConcurrent", description="runs at once; more wait queued")
+
+
+class SecretsSettings(Section):
+    """The encrypted secret store under ``.secrets/`` (docs/secrets.md)."""
+
+    key_store: Literal["auto", "keyring", "file"] = Field(
+        "auto",
+        alias="keyStore",
+        description="where a new store's key goes: the OS keyring when usable (auto), or a 0600 key file",
+    )
+    exec: SecretsExecSettings = Field(default_factory=SecretsExecSettings)
+
+
+class TasksSettings(Section):
+    """Scheduled tasks (docs/tasks.md): commands and harness prompts the daemon runs on a schedule."""
+
+    enabled: bool = Field(True, description="run tasks on their schedules (off: only `run now` runs them)")
+    allow: list[str] = Field(
+        default_factory=list,
+        description="programs a task may run: names on PATH (`claude`) or absolute paths; empty refuses every task",
+    )
+    timeout_s: float = Field(600.0, gt=0, le=86_400, alias="timeoutSeconds", description="default run time limit")
+    max_output_bytes: int = Field(
+        1_000_000, ge=1024, le=64_000_000, alias="maxOutputBytes", description="output kept per run"
+    )
+    max_concurrent: int = Field(2, ge=1, le=64, alias="maxConcurrent", description="task runs at once")
+    keep_runs: int = Field(100, ge=1, le=100_000, alias="keepRuns", description="run history kept per task")
+
+
+class SkillsSettings(Section):
+    """Skills (docs/skills.md): ``skills/<name>/SKILL.md`` folders, linked into every harness."""
+
+    index: str | None = Field(
+        None,
+        description="a YAML or JSON file listing installable skills (name, description, source) for "
+        "`signet skill search`; relative to the workspace",
+    )
+    allow_remote: bool = Field(
+        False,
+        alias="allowRemote",
+        description="let `POST /api/skills/install` clone git URLs (the CLI always may; off: local sources only)",
+    )
+    max_bytes: int = Field(
+        20 * 1024 * 1024, ge=1024, le=1024**3, alias="maxBytes", description="largest skill, unpacked, in bytes"
+    )
+    max_files: int = Field(2000, ge=1, le=100_000, alias="maxFiles", description="most files in one skill")
+    git_timeout_s: float = Field(
+        120.0, gt=0, le=3600, alias="gitTimeoutSeconds", description="seconds a skill's git clone may take"
+    )
+
+
+class GitSettings(Section):
+    """Git sync of the workspace (docs/git.md). The remote's URL lives in the repository's own
+    config (``signet git config --url``), not here."""
+
+    remote: str = Field(
+        "origin", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$", description="the git remote pulled from and pushed to"
+    )
+    branch: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z0-9][A-Za-z0-9._/-]{0,127}$",
+        description="the remote branch to sync with (default: the workspace's current branch)",
+    )
+    timeout_s: float = Field(
+        120.0, gt=0, le=3600, alias="timeoutSeconds", description="seconds one git command may take"
+    )
+
+
+class UpdateSettings(Section):
+    """Updates (docs/updates.md): where new versions are looked up, and whether the daemon
+    looks by itself. Off by default: nothing contacts the index until asked."""
+
+    index_url: str = Field(
+        "https://pypi.org/pypi",
+        alias="indexUrl",
+        pattern=r"^https?://[^\s]+$",
+        description="the PyPI JSON API base: `<indexUrl>/<package>/json` is read",
+    )
+    pip_index_url: str | None = Field(
+        None,
+        alias="pipIndexUrl",
+        pattern=r"^https?://[^\s]+$",
+        description="pip's --index-url (default: indexUrl with its final /pypi made /simple)",
+    )
+    package: str = Field(
+        "signet-memory", pattern=r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$", description="the distribution to update"
+    )
+    check_interval_h: float = Field(
+        0.0, ge=0, le=24 * 365, alias="checkIntervalHours", description="how often the daemon checks (0: never)"
+    )
+    auto_install: bool = Field(
+        False, alias="autoInstall", description="install what a scheduled check finds, then restart (off: only report)"
+    )
+    prereleases: bool = Field(False, description="consider pre-releases (rc, beta) as updates")
+    timeout_s: float = Field(
+        20.0, gt=0, le=600, alias="timeoutSeconds", description="seconds an index request may take"
+    )
+    install_timeout_s: float = Field(
+        600.0, gt=0, le=7200, alias="installTimeoutSeconds", description="seconds pip may take to install"
+    )
+
+
 class Settings(Section):
     """The whole manifest. Unknown *top-level* keys are kept (other tools share agent.yaml) and
     ``signet doctor`` lists them; unknown keys inside Signet's sections are errors."""
@@ -420,9 +601,15 @@ class Settings(Section):
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
+    documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     auth_mode: Literal["local", "team", "hybrid"] | None = Field(None, alias="authMode")
     agents: AgentsSettings = Field(default_factory=AgentsSettings)
+    secrets: SecretsSettings = Field(default_factory=SecretsSettings)
+    tasks: TasksSettings = Field(default_factory=TasksSettings)
+    skills: SkillsSettings = Field(default_factory=SkillsSettings)
+    git: GitSettings = Field(default_factory=GitSettings)
+    update: UpdateSettings = Field(default_factory=UpdateSettings)
 
 
 def _dotted(loc: tuple[int | str, ...]) -> str:

@@ -42,3 +42,10 @@ def register_harnesses(register: Callable[[str, Any], None]) -> None:
 @hookspec
 def register_transcript_adapters(register: Callable[[str, Any], None]) -> None:
     """Register transcript adapters for ``signet ingest``: ``register(name, adapter)``."""
+
+
+@hookspec
+def register_connectors(register: Callable[[str, Any], None]) -> None:
+    """Register document connectors: ``register(name, source_class)``; the class has a pydantic
+    ``config_model`` and is built as ``source_class(config, settings)`` (a
+    :class:`signet.documents.source.ConnectorSource`)."""

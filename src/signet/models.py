@@ -10,7 +10,16 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, AliasChoices, AliasGenerator, BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    AliasChoices,
+    AliasGenerator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    field_validator,
+    model_validator,
+)
 from pydantic.alias_generators import to_camel
 
 MAX_CONTENT_CHARS = 100_000
@@ -30,6 +39,8 @@ class MemoryType(StrEnum):
     LEARNING = "learning"
     ISSUE = "issue"
     EPISODIC = "episodic"
+    DOCUMENT_CHUNK = "document_chunk"
+    """A chunk of an ingested document (signet.documents), linked to it by ``document_memories``."""
 
 
 class Visibility(StrEnum):
@@ -139,6 +150,17 @@ class RememberResponse(BaseModel):
     embedding: Literal["pending", "ready", "unavailable"] = Field(
         description="`pending`: the vector is being computed in the background."
     )
+    reinforced: str | None = Field(
+        None, description="the id of the live memory this text reinforced (then `id` is that memory's id)"
+    )
+    confirmations: int = Field(0, description="restatements the memory has absorbed (store-time reinforcement)")
+    reinforcement: Literal["off", "checked", "skipped_not_ready", "skipped_pinned", "not_checked"] = Field(
+        "not_checked",
+        description="whether the text was compared with the stored vectors before it was stored (docs/lifecycle.md)",
+    )
+    retired: bool = Field(
+        False, description="the text was retired with `persist`: nothing was stored (`id` is the retired memory's)"
+    )
 
 
 class RememberBatchRequest(StrictModel):
@@ -240,6 +262,8 @@ class Memory(BaseModel):
     extraction_status: str | None
     agent_id: str
     visibility: str
+    confirmations: int = 0
+    last_reinforced_at: str | None = None
 
 
 class MemoryList(BaseModel):
@@ -337,6 +361,11 @@ class ForgetRequest(StrictModel):
     limit: Annotated[int, Field(ge=1, le=MAX_BATCH)] = 100
     reason: Reason | None = None
     force: bool = Field(False, description="Hard delete instead of a recoverable soft delete.")
+    persist: bool = Field(
+        False,
+        description="Retire for good: record the text in the retirement ledger so no later write (a re-ingest,"
+        " an import, a remember) brings it back (docs/lifecycle.md).",
+    )
     confirm_token: Annotated[str, Field(max_length=200)] | None = None
     changed_by: ShortText | None = None
 
@@ -363,6 +392,61 @@ class ForgetResponse(BaseModel):
     requires_confirm: bool
     deleted: list[str] = Field(default_factory=list)
     hard_deleted: bool = False
+    retired: list[str] = Field(default_factory=list, description="ids whose text entered the retirement ledger")
+
+
+class SplitRequest(StrictModel):
+    event_id: Annotated[str, Field(min_length=1, max_length=200)] = Field(
+        description="the `reinforced` history event whose wording becomes a memory of its own"
+    )
+    reason: Reason
+    changed_by: ShortText | None = None
+
+
+class SplitResponse(BaseModel):
+    id: str = Field(description="the memory that was reinforced")
+    new_id: str = Field(description="the memory the wording became")
+    confirmations: int = Field(description="the reinforced memory's confirmations after the split")
+    content: str
+
+
+class UnretireRequest(StrictModel):
+    reason: Reason
+    changed_by: ShortText | None = None
+
+
+class UnretireResponse(BaseModel):
+    id: str
+    status: Literal["unretired"]
+    entries: int = Field(description="ledger rows dropped")
+
+
+class Signal(BaseModel):
+    id: str
+    seq: int = Field(description="the memory's position in the store: the consumer's watermark")
+    content: str
+    type: str
+    importance: float
+    project: str | None
+    agent_id: str
+    created_at: str
+
+
+class SignalsResponse(BaseModel):
+    consumer: str
+    signals: list[Signal]
+    cursor: int = Field(description="acknowledge with this to advance the consumer's watermark past these signals")
+    watermark: int | None = Field(description="the consumer's watermark before this call (null: a new consumer)")
+
+
+class SignalAckRequest(StrictModel):
+    consumer: Annotated[str, Field(min_length=1, max_length=400)]
+    cursor: Annotated[int, Field(ge=0, le=2**62)]
+
+
+class SignalAckResponse(BaseModel):
+    consumer: str
+    watermark: int
 
 
 class RecoverRequest(StrictModel):
@@ -496,3 +580,193 @@ class ListQuery(BaseModel):
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     include_deleted: bool = False
+
+
+# --- documents ----------------------------------------------------------------------------
+
+DocumentStatus = Literal["queued", "extracting", "chunking", "embedding", "indexing", "done", "failed"]
+DocumentKind = Literal["markdown", "text", "html"]
+MAX_DOCUMENT_CHARS = 5_000_000
+"""Longest raw content ``POST /api/documents`` takes (the body limit, 8 MiB, also applies)."""
+
+
+class DocumentAddRequest(StrictModel):
+    """Exactly one source: ``url``, ``content`` (with a ``title``), or ``path`` (local callers only)."""
+
+    # The rule "exactly one source" is a validator, not a schema keyword: the example shows a
+    # valid body (schema-driven clients and tests start from it).
+    model_config = ConfigDict(
+        **StrictModel.model_config,
+        json_schema_extra={"examples": [{"content": "# Runbook\n\nDeploys go out on Thursdays.", "title": "Runbook"}]},
+    )
+
+    url: Annotated[str, Field(min_length=1, max_length=4096)] | None = Field(
+        None, description="An http(s) URL to fetch (HTML, PDF, markdown or text)."
+    )
+    content: Annotated[str, Field(min_length=1, max_length=MAX_DOCUMENT_CHARS), AfterValidator(_not_blank)] | None = (
+        Field(None, description="The document's text; adding the same title again replaces it.")
+    )
+    title: Annotated[str, Field(min_length=1, max_length=500), AfterValidator(_not_blank)] | None = Field(
+        None, description="Required with `content`; with a URL or path it replaces the extracted title."
+    )
+    content_type: DocumentKind | None = Field(
+        None, description="How to read `content`: markdown (default when it has headings), text or html."
+    )
+    path: Annotated[str, Field(min_length=1, max_length=4096)] | None = Field(
+        None, description="An absolute path of a file under `documents.allowed_paths` (local callers only)."
+    )
+    project: ShortText | None = None
+    agent_id: ShortText | None = None
+    visibility: Visibility | None = None
+
+    @model_validator(mode="after")
+    def _one_source(self) -> DocumentAddRequest:
+        given = [n for n in ("url", "content", "path") if getattr(self, n) is not None]
+        if len(given) != 1:
+            raise ValueError("give exactly one of url, content or path")
+        if self.content is not None and self.title is None:
+            raise ValueError("content needs a title")
+        if self.content_type is not None and self.content is None:
+            raise ValueError("content_type applies to content only (URLs and files are read by their type)")
+        return self
+
+
+class Document(BaseModel):
+    id: str
+    source_type: Literal["url", "file", "text"]
+    source_url: str | None = Field(description="The URL or the file's real path; None for pasted content.")
+    title: str | None
+    content_type: str | None
+    content_hash: str | None = Field(description="SHA-256 of the extracted text, once extracted.")
+    status: DocumentStatus
+    error: str | None
+    chunk_count: int
+    memory_count: int
+    agent_id: str
+    project: str | None
+    visibility: str
+    created_at: str
+    updated_at: str
+    completed_at: str | None
+
+
+class DocumentQueued(BaseModel):
+    document: Document
+    created: bool = Field(description="False when the source was already a document: it is ingested again.")
+    job_id: str | None
+
+
+class DocumentList(BaseModel):
+    items: list[Document]
+    total: int
+    limit: int
+    offset: int
+
+
+class DocumentChunk(BaseModel):
+    index: int
+    memory_id: str
+    heading_path: list[str]
+    content: str
+    deleted: bool = Field(description="The chunk's memory was forgotten since.")
+
+
+class DocumentChunks(BaseModel):
+    document_id: str
+    title: str | None
+    chunks: list[DocumentChunk]
+    count: int
+
+
+class DocumentDeleted(BaseModel):
+    id: str
+    status: Literal["deleted"]
+    memories_deleted: int
+
+
+# --- connectors ---------------------------------------------------------------------------
+
+ConnectorStatus = Literal["idle", "syncing", "error"]
+Glob = Annotated[str, Field(min_length=1, max_length=500)]
+
+
+class FilesystemConfig(StrictModel):
+    """A folder whose markdown and text files are kept as documents."""
+
+    root: Annotated[str, Field(min_length=1, max_length=4096)] = Field(
+        description="An absolute folder under `documents.allowed_paths`."
+    )
+    include: Annotated[list[Glob], Field(max_length=100)] = Field(
+        default_factory=lambda: ["**/*.md", "**/*.markdown", "**/*.txt"],
+        description="gitignore-style globs, relative to the root, of the files to keep.",
+    )
+    exclude: Annotated[list[Glob], Field(max_length=100)] = Field(default_factory=list)
+    gitignore: bool = Field(True, description="Skip what the root's .gitignore files ignore.")
+    watch: bool = Field(True, description="Sync on every change while the daemon runs.")
+
+
+class ConnectorCreateRequest(StrictModel):
+    provider: Annotated[str, Field(min_length=1, max_length=100, pattern=r"^[A-Za-z0-9_.-]+$")] = Field(
+        "filesystem", description="A registered connector (plugins add more): `filesystem` is built in."
+    )
+    name: Annotated[str, Field(min_length=1, max_length=200)] | None = Field(
+        None, description="Defaults to the root folder's name."
+    )
+    config: dict[str, Any] = Field(
+        description="The provider's settings; for `filesystem`: `root`, `include`, `exclude`, `gitignore`, `watch` "
+        "(see FilesystemConfig)."
+    )
+    project: ShortText | None = None
+    agent_id: ShortText | None = None
+
+
+class Connector(BaseModel):
+    id: str
+    provider: str
+    name: str
+    config: dict[str, Any]
+    status: ConnectorStatus
+    last_sync_at: str | None
+    last_error: str | None
+    last_error_at: str | None
+    agent_id: str
+    project: str | None
+    documents: int
+    created_at: str
+    updated_at: str
+
+
+class ConnectorList(BaseModel):
+    items: list[Connector]
+    total: int
+
+
+class SyncResult(BaseModel):
+    connector_id: str
+    full: bool
+    scanned: int
+    queued: int = Field(description="New or changed files queued as documents.")
+    unchanged: int
+    deleted: int = Field(description="Documents removed with their chunks: their files are gone.")
+    skipped: int
+    skipped_examples: list[str]
+    took_ms: float
+
+
+class ConnectorHealth(BaseModel):
+    id: str
+    status: ConnectorStatus
+    healthy: bool
+    last_sync_at: str | None
+    last_error: str | None
+    last_error_at: str | None
+    documents: dict[str, int] = Field(description="Documents by status, and `total`.")
+    files: int = Field(description="Files in the sync cursor.")
+    watching: bool
+
+
+class ConnectorDeleted(BaseModel):
+    id: str
+    status: Literal["deleted"]
+    documents_deleted: int
+    memories_deleted: int

@@ -20,6 +20,7 @@ DEFAULT_PLUGINS = [
     "signet.default_plugins.harnesses",
     "signet.default_plugins.transcripts",
     "signet.default_plugins.llm",
+    "signet.default_plugins.connectors",
 ]
 
 
@@ -84,3 +85,8 @@ def harnesses() -> dict[str, Any]:
 
 def transcript_adapters() -> dict[str, Any]:
     return _collect("register_transcript_adapters")
+
+
+def connectors() -> dict[str, Any]:
+    """Document connector sources by name (``resolve`` a value for its class)."""
+    return _collect("register_connectors")

@@ -11,12 +11,17 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from signet.auth.state import AuthState
 from signet.condition import Condition
 from signet.config import Settings
+from signet.documents.connectors import ConnectorService
+from signet.documents.service import DocumentService
+from signet.documents.worker import DocumentWorker
 from signet.embedding.service import EmbeddingService
 from signet.errors import StorageError
+from signet.gitsync.sync import GitSync
 from signet.hooks.recovery import recover as recover_transcripts
 from signet.hooks.service import HookService
 from signet.hooks.watcher import IdentityWatcher
@@ -28,9 +33,14 @@ from signet.ops.observe import Observability
 from signet.pipeline.runtime import Pipeline
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
+from signet.secrets.service import SecretsService
+from signet.secrets.store import SecretStore
+from signet.skills.service import SkillService
 from signet.store.database import Database
 from signet.store.integrity import StoreRecord, check, looks_lost
 from signet.store.sqlite import sqlite3
+from signet.tasks.service import TaskService
+from signet.updates.service import UpdateService
 from signet.workspace import Workspace
 
 log = logging.getLogger(__name__)
@@ -79,6 +89,12 @@ class Runtime:
         lock here, so `signet stop` returns only when the memory count is recorded and no
         thread still touches the files."""
         self.pipeline = Pipeline(self.settings.memory.pipeline, self.db, self.service)
+        self.documents = DocumentService(self.service, self.settings)
+        """Documents (signet.documents): add, list, chunks, delete; its worker ingests them."""
+        self.document_worker = DocumentWorker(self.service, self.settings)
+        self.documents.on_queued.append(self.document_worker.notify)
+        self.connectors = ConnectorService(self.documents, self.settings)
+        """Connectors (signet.documents.connectors): folders kept in step with their documents."""
         self.hooks = HookService(
             self.db,
             self.service,
@@ -94,7 +110,29 @@ class Runtime:
         """Repairs through the gate, and the worker that plans and runs them (signet.ops.maintenance)."""
         self.observability = Observability(self.settings, self.db, self.service, self.embeddings, self.pipeline)
         """Analytics, the telemetry event log and the recall QA ledger (signet.ops.observe)."""
+        self.connectors.on_sync.append(self._connector_synced)
+        self.secrets = SecretsService(
+            self.db,
+            SecretStore(workspace.secrets_dir, self.settings.secrets.key_store),
+            self.settings.secrets.exec,
+            workspace.root,
+        )
+        """The encrypted secret store and commands run with secrets (signet.secrets)."""
+        self.tasks = TaskService(self.db, self.settings.tasks, workspace.root)
+        """Scheduled tasks and their scheduler (signet.tasks)."""
+        self.skills = SkillService(workspace.root, self.settings.skills, self.db)
+        """Installed skills, their harness links and use counts (signet.skills)."""
+        self.git = GitSync(workspace.root, self.settings.git)
+        """Git sync of the workspace with its remote (signet.gitsync)."""
+        self.updates = UpdateService(self.settings.update, workspace.root)
+        """Update checks and installs; the scheduled check only with update.checkIntervalHours (signet.updates)."""
         self._running = False
+
+    def _connector_synced(self, name: str, error: str | None, queued: int) -> None:
+        analytics = self.observability.analytics
+        analytics.record_connector(name, syncs=1, errors=1 if error else 0, documents=queued)
+        if error is not None:
+            analytics.record_error("CONNECTOR_SYNC_FAIL", f"connector {name}: {error}")
 
     def check_store(self) -> None:
         """Refuse a database that lost its memories (missing or emptied while the workspace
@@ -145,10 +183,16 @@ class Runtime:
         pipeline = self.settings.memory.pipeline
         recover_transcripts(self.db, self.workspace.root, enqueue=pipeline.enabled, max_attempts=pipeline.max_attempts)
         self.auth.sync_roster()
-        self.pipeline.start()
+        self.pipeline.start()  # releases every lease a previous run left, document jobs' too
+        self.document_worker.start()
+        auto = (self.workspace.root, Path.home()) if self.settings.documents.auto_ingest else None
+        self.connectors.start(auto_ingest=auto)
         self.hooks.summarizer = self.pipeline.summarizer()
         self.maintenance.start()
         self.observability.start()
+        self.secrets.start()
+        self.tasks.start()
+        self.updates.start()
         for fn in self.on_start:
             fn(self)
         self._save_record()
@@ -165,6 +209,11 @@ class Runtime:
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
         self.maintenance.stop()  # before the workers it repairs and the database it reads
+        self.updates.stop()
+        self.tasks.stop()  # stops scheduling and kills running tasks before the database closes
+        self.secrets.stop()  # kills running commands and records them before the database closes
+        self.connectors.stop()
+        self.document_worker.stop()
         self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()

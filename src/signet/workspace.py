@@ -50,6 +50,11 @@ class Workspace:
         return self.root / ".daemon"
 
     @property
+    def secrets_dir(self) -> Path:
+        """The encrypted secret store (signet.secrets.store): never committed, never backed up."""
+        return self.root / ".secrets"
+
+    @property
     def pid_path(self) -> Path:
         return self.daemon_dir / "pid"
 

@@ -54,6 +54,7 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Workspace, 
     ws = Workspace(tmp_path_factory.mktemp("team") / "ws")
     setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="none")
     write_config(ws, memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}})
+    write_config(ws, update={"indexUrl": "http://127.0.0.1:9/pypi"})  # GET /api/update/check: never PyPI
     configure(ws, "team", rateLimits={"default": 100_000, "operations": {}})
     rt = start_runtime(ws)
     app = create_app(rt, manage_runtime=False)

@@ -80,6 +80,9 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Tes
     write_config(
         ws,
         memory={"pipelineV2": {"enabled": False, "extraction": {"provider": "none"}}},
+        # No background worker may change the store between the walk's snapshots (a document an
+        # in-scope request queued would be ingested meanwhile).
+        documents={"workers": 0},
         auth={"mode": "team", "rateLimits": {"default": 1_000_000, "operations": {}}},
         agents={"roster": ROSTER},
     )
@@ -171,6 +174,9 @@ class Synth:
         if kind == "object" or "properties" in schema:
             props = schema.get("properties", {})
             out = {k: self.value(v, k) for k, v in props.items() if k in schema.get("required", [])}
+            # A rule the schema cannot state (e.g. "exactly one of url, content or path"): the
+            # model's own example is a valid body to start from.
+            out.update(schema.get("examples", [{}])[0])
             for field in OWNER_FIELDS:
                 if field in props and field in self.owners:
                     out[field] = self.owners[field]

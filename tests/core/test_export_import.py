@@ -115,6 +115,7 @@ def test_every_memory_column_is_exported(make_workspace: Callable[..., Workspace
     assert set(f.RelationLine.model_fields) - {"kind"} == columns("relations")
     assert set(f.HistoryRow.model_fields) == columns("memory_history") - {"memory_id"}
     assert set(f.MentionRow.model_fields) == columns("memory_entity_mentions") - {"memory_id"}
+    assert set(f.RetirementLine.model_fields) - {"kind"} == columns("memory_retirements")
     runtime.stop()
 
 
@@ -143,6 +144,7 @@ def test_export_import_export_is_byte_identical(
         "history": 7,
         "mentions": 3,
         "vectors": 5,
+        "retirements": 0,
     }
     assert [x["kind"] for x in lines[1:4]] == ["entity", "entity", "relation"]
     edited = next(m for m in mems if m["memory"]["content"] == "Alice prefers tabs, width 4")
@@ -242,7 +244,7 @@ def test_hostile_files_are_refused_whole_with_the_line_named(
             "line 5: memory.updated_at: Value error, not a real date and time",
         ),
         "unknown memory type": (
-            [*lines[:4], _edit(lines[4], lambda o: memory(o, type="document_chunk"))],
+            [*lines[:4], _edit(lines[4], lambda o: memory(o, type="gossip"))],
             "line 5: memory.type: Value error, not a memory type",
         ),
         "unknown field": (

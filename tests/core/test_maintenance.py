@@ -229,7 +229,7 @@ def wait_for(what: Callable[[], bool], timeout: float = 30.0) -> None:
 def test_a_repair_that_does_not_help_halts_after_three_cycles(
     quiet_daemon: Callable[..., DaemonProcess], fake_llm: FakeLLM
 ) -> None:
-    """A poisoned job (a document job without content) dies on every run: requeueing it helps
+    """A poisoned job (a document job that names no document) dies on every run: requeueing it helps
     for a moment and never for good. After three cycles that did not improve the queue, the
     requeue is halted: planned, not run, and said so in status, diagnostics and /health."""
     d = quiet_daemon(
@@ -252,7 +252,7 @@ def test_a_repair_that_does_not_help_halts_after_three_cycles(
             return bool(poison()["status"] == "dead")
 
         wait_for(dead)
-        assert "without 'content'" in poison()["error"]
+        assert "names no document" in poison()["error"]
         for cycle in range(1, 4):
             ran = entry(run(c, "execute"), "requeue-dead")
             assert ran["status"] == "done", (cycle, ran)

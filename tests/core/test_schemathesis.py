@@ -31,6 +31,10 @@ from signet.workspace import Workspace, setup_workspace
 _ROOT = Path(tempfile.mkdtemp(prefix="signet-fuzz-"))
 _WS = Workspace(_ROOT / "ws")
 setup_workspace(_WS, embedding_provider="local")
+# The update routes read a package index: a closed local port, so fuzzing never reaches the
+# network, let alone installs anything (and an update run must name the version a check found).
+with _WS.config_path.open("a", encoding="utf-8") as _fh:
+    _fh.write("update:\n  indexUrl: http://127.0.0.1:9/pypi\n  timeoutSeconds: 2\n")
 _RUNTIME = Runtime(_WS)
 _APP = create_app(_RUNTIME, manage_runtime=False)
 schema = schemathesis.openapi.from_asgi("/openapi.json", _APP)

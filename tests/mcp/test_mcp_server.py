@@ -25,6 +25,8 @@ TOOLS = {
     "memory_recover",
     "memory_history",
     "memory_feedback",
+    "secret_list",
+    "secret_exec",
 }
 
 

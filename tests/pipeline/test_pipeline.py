@@ -541,28 +541,6 @@ def test_transcript_jobs_and_llm_handoff(pipeline_rt: Make, fake_llm: FakeLLM) -
     assert tuple(h[0]) == ("summary", "- Next: the invoice exporter")
 
 
-def test_document_ingest_jobs(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
-    from signet.pipeline import queue
-
-    rt, _api = pipeline_rt("ollama", embedding="none")
-    fake_llm.extract = lambda text: (
-        as_json({"facts": [FACTS[2]], "entities": []})
-        if "Kubernetes" in text
-        else as_json({"facts": [], "entities": []})
-    )
-    _good, _ = rt.db.write(
-        lambda c: queue.enqueue(
-            c, "document_ingest", payload={"content": "Runbook: billing deploys to Kubernetes", "document_id": "doc-1"}
-        )
-    )
-    bad, _ = rt.db.write(lambda c: queue.enqueue(c, "document_ingest", payload={"document_id": "doc-2"}))
-    rt.pipeline.worker.notify()
-    assert wait_idle(rt) == {"completed": 1, "dead": 1}
-    assert rows(rt, "SELECT source_id FROM memories WHERE source_type = 'pipeline'")[0][0] == "doc-1"
-    err = rows(rt, "SELECT status, attempts, error FROM memory_jobs WHERE id = ?", bad)[0]
-    assert err[0] == "dead" and err[1] == 1 and "without 'content'" in err[2]
-
-
 def test_no_llm_call_runs_while_the_write_lock_is_held(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
     """During every LLM call another connection can take the write lock at once: no write
     transaction is open around a model call."""

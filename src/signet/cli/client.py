@@ -66,6 +66,10 @@ class DaemonClient(SignetClient):
         """``POST path`` with a JSON ``body``; the JSON answer as it is."""
         return self._execute(Call("POST", path, _as_is, json=body))
 
+    def delete_json(self, path: str) -> Any:
+        """``DELETE path``; the JSON answer as it is."""
+        return self._execute(Call("DELETE", path, _as_is))
+
     def stream(self, path: str, *, read_timeout: float, **params: Any) -> AbstractContextManager[httpx.Response]:
         """``GET path`` as a stream (server-sent events): the response with its body unread. A
         read waits at most ``read_timeout`` seconds (the server's heartbeat keeps it alive)."""

@@ -17,6 +17,7 @@ from rich.table import Table
 from signet.cli.app import app
 from signet.harnesses import install as ops
 from signet.harnesses.merge import Change, HarnessConfigError
+from signet.skills import links as skill_links
 from signet.workspace import Workspace
 
 SYMBOLS = {
@@ -74,6 +75,9 @@ def install(
     wrote = any(c.action not in ("unchanged",) for c in changes)
     typer.echo(f"{h.display_name}: {'installed' if wrote else 'already installed, nothing changed'}")
     _print_changes(changes)
+    linked = skill_links.link_harness(ws, h.name)  # the workspace's skills, in the harness's skills folder
+    if any(c.action == "linked" for c in linked):
+        typer.echo(f"linked {sum(c.action == 'linked' for c in linked)} skill(s) into {h.display_name}")
     if wrote:
         typer.echo(f"Restart {h.display_name} to load it. Undo with `signet uninstall {harness}`.")
 
@@ -84,10 +88,13 @@ def uninstall(harness: Annotated[str, typer.Argument(help="A harness installed w
     ws = Workspace.from_env().root
     try:
         h = ops.get_harness(harness)
+        unlinked = skill_links.unlink_harness(ws, h.name)  # while the ledger still says where they are
         changes = ops.uninstall(h, ws)
     except (ops.UnknownHarness, ops.NotInstalled) as exc:
         raise _fail(str(exc)) from None
     typer.echo(f"{h.display_name}: uninstalled")
+    if unlinked:
+        typer.echo(f"unlinked {len(unlinked)} skill(s) from {h.display_name}")
     _print_changes(changes)
 
 

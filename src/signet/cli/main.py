@@ -11,6 +11,7 @@ COMMAND_MODULES = [
     "setup",
     "daemon",
     "memory",
+    "lifecycle",
     "doctor",
     "ingest",
     "install",
@@ -22,6 +23,16 @@ COMMAND_MODULES = [
     "backup",
     "transfer",
     "logs",
+    "documents",
+    "connectors",
+    "secret",
+    "task",
+    "skill",
+    "git",
+    "service",
+    "update",
+    "config",
+    "dashboard",
 ]
 
 for _name in COMMAND_MODULES:

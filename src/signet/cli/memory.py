@@ -45,6 +45,14 @@ def remember(
     if as_json:
         typer.echo(done.model_dump_json(indent=2))
         return
+    if done.retired:
+        typer.echo(
+            f"not stored: this text was retired (memory {done.id}); `signet unretire {done.id[:8]}` allows it again"
+        )
+        return
+    if done.reinforced:
+        typer.echo(f"reinforced {done.id} ({done.type}, {done.confirmations} confirmations)")
+        return
     verb = "already remembered" if done.deduped else "remembered"
     typer.echo(f"{verb} {done.id} ({done.type})")
 
@@ -90,6 +98,9 @@ def forget(
     project: Annotated[str | None, typer.Option()] = None,
     reason: Annotated[str | None, typer.Option(help="Why (required to execute).")] = None,
     force: Annotated[bool, typer.Option(help="Hard delete (not recoverable).")] = False,
+    persist: Annotated[
+        bool, typer.Option(help="Retire for good: no later ingest, import or remember brings the text back.")
+    ] = False,
     yes: Annotated[bool, typer.Option("--yes", "-y", help="Do not ask for confirmation.")] = False,
 ) -> None:
     """Forget memories: previews what matches, then soft-deletes after confirmation."""
@@ -116,8 +127,12 @@ def forget(
         raise InvalidRequest(f"{preview.count} memories match; pass --reason to forget them")
     if not yes and not typer.confirm(f"Forget {preview.count} memories?"):
         raise typer.Exit(1)
-    done = client.forget(**sel, reason=reason, force=force, confirm_token=preview.confirm_token)
-    typer.echo(f"forgot {done.count} memories" + (" (hard delete)" if force else " (recoverable)"))
+    done = client.forget(**sel, reason=reason, force=force, persist=persist, confirm_token=preview.confirm_token)
+    typer.echo(
+        f"forgot {done.count} memories"
+        + (" (hard delete)" if force else " (recoverable)")
+        + (f"; {len(done.retired)} retired for good" if done.retired else "")
+    )
 
 
 @app.command()

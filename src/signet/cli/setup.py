@@ -9,10 +9,13 @@ import typer
 
 from signet import plugins
 from signet.cli.app import app
+from signet.errors import SignetError
+from signet.gitsync import repo as git_repo
 from signet.harnesses import install as ops
 from signet.harnesses.base import signet_argv
 from signet.harnesses.merge import HarnessConfigError
 from signet.launcher import agent_command, install_launcher
+from signet.skills import links as skill_links
 from signet.workspace import Workspace, setup_workspace
 
 
@@ -42,6 +45,13 @@ def setup(
         typer.Option(
             "--launcher/--no-launcher",
             help="Link `signet` into ~/.local/bin (or $XDG_BIN_HOME), where shells and agents find commands.",
+        ),
+    ] = True,
+    git: Annotated[
+        bool,
+        typer.Option(
+            "--git/--no-git",
+            help="Make the workspace a git repository (a .gitignore keeps secrets and the database out).",
         ),
     ] = True,
 ) -> None:
@@ -77,6 +87,8 @@ def setup(
     for p in report.kept:
         typer.echo(f"kept    {p}")
     failed = _install_harnesses(ws, harness or []) if install else []
+    if git:
+        _init_git(ws)
     typer.echo(f"workspace ready at {ws.root}; start the daemon with `{command} start`")
     if failed:
         typer.secho(
@@ -124,8 +136,22 @@ def _install_harnesses(ws: Workspace, names: list[str]) -> list[str]:
             failed.append(name)
             continue
         wrote = any(c.action != "unchanged" for c in changes)
+        skill_links.link_harness(ws.root, h.name)
         typer.echo(f"{h.display_name}: {'installed' if wrote else 'already installed'} (undo: signet uninstall {name})")
     return failed
+
+
+def _init_git(ws: Workspace) -> None:
+    """The workspace as a git repository (docs/git.md); a machine without git gets a note."""
+    try:
+        report = git_repo.init(ws.root, timeout=ws.settings().git.timeout_s)
+    except SignetError as exc:
+        typer.secho(f"note: the workspace is not a git repository: {exc.message}", err=True, fg="yellow")
+        return
+    said = "created" if report.created else "kept"
+    typer.echo(f"git: {said} repository {ws.root}" + (" (committed)" if report.committed else ""))
+    for path in report.untracked:
+        typer.echo(f"git: untracked {path} (it stays on disk; .gitignore keeps it out of commits)")
 
 
 def _link_launcher() -> None:

@@ -38,6 +38,7 @@ from signet.memory.export_format import (
     Header,
     MemoryLine,
     RelationLine,
+    RetirementLine,
     check_header,
     parse_line,
     sniff_header,
@@ -120,7 +121,7 @@ def _copy(chunks: Iterator[bytes], out: IO[bytes], copied: _Copied) -> None:
         return
     copied.header = json.loads(head.split(b"\n", 1)[0])
     c = copied.header["counts"]
-    copied.expected = 1 + c["entities"] + c["relations"] + c["memories"]
+    copied.expected = 1 + c["entities"] + c["relations"] + c.get("retirements", 0) + c["memories"]
     with _progress("export") as progress:
         task = progress.add_task("", total=copied.expected, completed=copied.lines)
         for chunk in chunks:
@@ -182,7 +183,7 @@ class _Scan:
     """Data lines (not the header)."""
     counts: dict[str, int] = field(
         default_factory=lambda: dict.fromkeys(
-            ("entities", "relations", "memories", "history", "mentions", "vectors"), 0
+            ("entities", "relations", "memories", "history", "mentions", "vectors", "retirements"), 0
         )
     )
 
@@ -226,6 +227,8 @@ def _scan(fh: IO[bytes]) -> _Scan:
                 if end not in entities:
                     raise InvalidRequest(f"line {lineno}: the relation names entity {end}, not defined before it")
             scan.counts["relations"] += 1
+        elif isinstance(line, RetirementLine):
+            scan.counts["retirements"] += 1
         else:
             for mention in line.mentions:
                 if mention.entity_id not in entities:
@@ -243,7 +246,7 @@ def _scan(fh: IO[bytes]) -> _Scan:
     return scan
 
 
-def _referenced(line: Header | EntityLine | RelationLine | MemoryLine) -> list[str]:
+def _referenced(line: Header | EntityLine | RelationLine | RetirementLine | MemoryLine) -> list[str]:
     if isinstance(line, RelationLine):
         return [line.source_entity_id, line.target_entity_id]
     if isinstance(line, MemoryLine):
@@ -334,7 +337,12 @@ def _import_export(source: str) -> None:
         f"{t.get('entities_present', 0)} entities, {t.get('relations_present', 0)} relations"
     )
     queued = f"; {t['to_embed']} queued for embedding" if t.get("to_embed") else ""
-    typer.echo(added + skipped + queued)
+    retired = (
+        f"; retirement ledger: {t.get('retirements_added', 0)} rows, {t.get('memories_retired', 0)} memories kept out"
+        if t.get("retirements_added") or t.get("memories_retired")
+        else ""
+    )
+    typer.echo(added + skipped + queued + retired)
 
 
 @contextmanager

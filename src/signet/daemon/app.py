@@ -23,6 +23,7 @@ from signet.workspace import Workspace
 ROUTERS = [
     "health",
     "memory",
+    "lifecycle",
     "repair",
     "dashboard",
     "diagnostics",
@@ -38,6 +39,13 @@ ROUTERS = [
     "transfer",
     "analytics",
     "logs",
+    "secrets",
+    "tasks",
+    "documents",
+    "connectors",
+    "skills",
+    "git",
+    "update",
 ]
 
 

@@ -11,6 +11,7 @@ from typing import Annotated
 
 from fastapi import Depends, Header, Request
 
+from signet.auth.state import AuthContext, is_loopback
 from signet.runtime import Runtime
 from signet.store.scope import UNSCOPED, ReadScope
 
@@ -48,6 +49,23 @@ async def get_actor(
     return actor_from(getattr(request.state, "actor", None), x_signet_actor)
 
 
+PROXY_HEADERS = ("x-forwarded-for", "forwarded", "x-real-ip")
+
+
+async def get_local_admin(request: Request) -> bool:
+    """Whether the caller may have the daemon read this machine's files (a document path, a
+    connector's folder): a loopback peer not relayed by a proxy that is local in the auth sense
+    (local mode, or hybrid without a token) or holds an admin token."""
+    peer = request.client.host if request.client is not None else None
+    if not (is_loopback(peer) or peer == "testclient") or any(h in request.headers for h in PROXY_HEADERS):
+        return False
+    ctx = getattr(request.state, "auth", None)
+    if not isinstance(ctx, AuthContext):
+        return False
+    return ctx.local or (ctx.claims is not None and ctx.claims.role == "admin")
+
+
 RuntimeDep = Annotated[Runtime, Depends(get_runtime)]
 ScopeDep = Annotated[ReadScope, Depends(get_scope)]
 ActorDep = Annotated[str, Depends(get_actor)]
+LocalAdminDep = Annotated[bool, Depends(get_local_admin)]

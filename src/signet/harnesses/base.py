@@ -100,6 +100,9 @@ class Harness:
     synced_identity: frozenset[str] = frozenset()
     """Identity files the harness loads itself from its instruction file (not re-injected)."""
     transcript_adapter: str | None = None
+    skills_folder: tuple[str, ...] | None = None
+    """Where the harness looks for ``<name>/SKILL.md`` skills, relative to the home it was
+    installed for (signet.skills.links links each installed skill there); None: it has none."""
 
     def parse(self, event: str, payload: JsonObj) -> HookInput:
         p = payload

@@ -44,6 +44,7 @@ class ClaudeCode(Harness):
     display_name = "Claude Code"
     synced_identity = frozenset({"AGENTS.md"})
     transcript_adapter = "claude-code"
+    skills_folder = (".claude", "skills")
 
     def render(self, event: str, context: str) -> str:
         if event in EVENT_NAMES:

@@ -51,6 +51,7 @@ class Codex(Harness):
     display_name = "Codex"
     synced_identity = frozenset({"AGENTS.md"})
     transcript_adapter = "codex"
+    skills_folder = (".codex", "skills")
 
     def render(self, event: str, context: str) -> str:
         if event in EVENT_NAMES:

@@ -125,6 +125,7 @@ export const SignetMemory = async ({{ client, directory }}) => {{
 class OpenCode(Harness):
     name = NAME
     display_name = "OpenCode"
+    skills_folder = (".config", "opencode", "skills")
     synced_identity = frozenset({"AGENTS.md"})
 
     def edits(self, ctx: InstallContext) -> list[Edit]:

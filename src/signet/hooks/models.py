@@ -79,6 +79,11 @@ class PromptSubmitResponse(BaseModel):
     top_score: float | None
     memories: list[InjectedMemory]
     turn: int
+    signals: list[InjectedMemory] = Field(
+        default_factory=list,
+        description="important new memories shown once to this session (docs/lifecycle.md, Signals); "
+        "they lead `context` whatever the outcome",
+    )
 
 
 class TurnIn(StrictModel):

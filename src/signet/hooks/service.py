@@ -197,12 +197,36 @@ class HookService:
 
     # -- prompt submit ---------------------------------------------------------------------
     def prompt_submit(self, req: PromptSubmitRequest, *, scope: ReadScope = UNSCOPED) -> PromptSubmitResponse:
-        cfg = self.settings
         req, agent = owned(req, scope)
         key = store.session_key(req.harness, req.session_id) if req.session_id else None
         turn = 0
         if key is not None:
             turn = self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent, advance=True))
+        out = self._prompt_memories(req, key, turn, scope)
+        if key is None or not self.memory.settings.memory.signals.enabled:
+            return out
+        # Signals: important new memories, given once to each session (its key is the consumer).
+        board = self.memory.signals.deliver(key, scope=scope, own_session=req.session_id)
+        if not board.signals:
+            return out
+        lines = ["Signet signals (important new memories):"]
+        lines += [
+            format_memory({"type": s.type, "created_at": s.created_at, "content": s.content}) for s in board.signals
+        ]
+        context = "\n".join(lines) + ("\n\n" + out.context if out.context else "")
+        return out.model_copy(
+            update={
+                "context": context,
+                "tokens": estimate_tokens(context),
+                "signals": [InjectedMemory(id=s.id, score=1.0, content=s.content) for s in board.signals],
+            }
+        )
+
+    def _prompt_memories(
+        self, req: PromptSubmitRequest, key: str | None, turn: int, scope: ReadScope
+    ) -> PromptSubmitResponse:
+        """The memories relevant to the prompt, within its budget and not injected lately."""
+        cfg = self.settings
         prompt = req.prompt.strip()
         budget = cfg.prompt_budget_tokens if req.budget_tokens is None else req.budget_tokens
         if len(prompt) < 3 or prompt.startswith("/") or cfg.prompt_max_memories == 0 or budget <= 0:

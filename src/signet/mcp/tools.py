@@ -52,6 +52,7 @@ from signet.models import (
 )
 from signet.sdk import AsyncSignetClient
 from signet.sdk._core import validation_message
+from signet.secrets.models import ExecRequest, ExecRun, SecretList
 
 ClientFactory = Callable[[Context], AbstractAsyncContextManager[AsyncSignetClient]]
 Run = Callable[[AsyncSignetClient, dict[str, Any]], Awaitable[Any]]
@@ -181,7 +182,7 @@ async def _forget(c: AsyncSignetClient, a: dict[str, Any]) -> ForgetResponse:
         # One memory the agent named: no preview round trip, but a reason is still required.
         if not a.get("reason"):
             raise InvalidRequest("forgetting a memory needs a 'reason'")
-        done = await c.forget(ids=[single], reason=a["reason"])
+        done = await c.forget(ids=[single], reason=a["reason"], **given(a, "persist"))
         if not done.deleted:
             raise NotFound(f"memory '{single}' not found (or already forgotten)")
         return done
@@ -190,7 +191,7 @@ async def _forget(c: AsyncSignetClient, a: dict[str, Any]) -> ForgetResponse:
         return await c.forget_preview(**selection)
     if not a.get("reason"):
         raise InvalidRequest("executing a forget needs a 'reason'")
-    return await c.forget(**selection, reason=a["reason"], confirm_token=token)
+    return await c.forget(**selection, reason=a["reason"], confirm_token=token, **given(a, "persist"))
 
 
 async def _recover(c: AsyncSignetClient, a: dict[str, Any]) -> RecoverResponse:
@@ -203,6 +204,14 @@ async def _history(c: AsyncSignetClient, a: dict[str, Any]) -> HistoryResponse:
 
 async def _feedback(c: AsyncSignetClient, a: dict[str, Any]) -> FeedbackResponse:
     return await c.feedback(a["session_id"], ratings=a["ratings"])
+
+
+async def _secret_list(c: AsyncSignetClient, a: dict[str, Any]) -> SecretList:
+    return await c.secrets()
+
+
+async def _secret_exec(c: AsyncSignetClient, a: dict[str, Any]) -> ExecRun:
+    return await c.secret_exec(a["command"], secrets=a["secrets"], wait=True, **given(a, "timeout_s"))
 
 
 def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
@@ -257,14 +266,15 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         "memory_forget",
         "Forget memories (recoverable soft delete). One memory: pass `id` and `reason`. Several: pass ids, "
         "query or filters WITHOUT confirm_token to preview the matches, then call again with the same selection, "
-        "a `reason` and the preview's `confirm_token` to forget exactly those.",
+        "a `reason` and the preview's `confirm_token` to forget exactly those. `persist: true` retires them for "
+        "good: re-ingesting the same transcript or document never brings the text back.",
         [
             param(
                 "id",
                 Annotated[str | None, Field(min_length=1, max_length=200, description="One memory to forget.")],
                 None,
             ),
-            *fields_of(ForgetRequest, "ids", "query", "type", "tags", "project", "reason", "confirm_token"),
+            *fields_of(ForgetRequest, "ids", "query", "type", "tags", "project", "reason", "confirm_token", "persist"),
         ],
         ForgetResponse,
         _forget,
@@ -292,6 +302,24 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         fields_of(FeedbackRequest, "session_id", "ratings"),
         FeedbackResponse,
         _feedback,
+    )
+    t.add(
+        "secret_list",
+        "Names of the secrets stored in Signet (API keys, tokens) that secret_exec can inject; never their values. "
+        "Needs an admin caller.",
+        [],
+        SecretList,
+        _secret_list,
+        read_only=True,
+    )
+    t.add(
+        "secret_exec",
+        "Run an allowed command (agent.yaml secrets.exec.allow) with the named secrets as environment variables of "
+        "the same name, e.g. command ['gh', 'api', 'user'] with secrets ['GH_TOKEN']. Waits for it to finish; any "
+        "secret value in its output is redacted. No shell unless a shell is allowed. Needs an admin caller.",
+        fields_of(ExecRequest, "command", "secrets", "timeout_s", required=["command", "secrets"]),
+        ExecRun,
+        _secret_exec,
     )
 
 

@@ -9,7 +9,9 @@ of the same store are byte-identical. In order:
    of each kind follow (an import checks them: a cut-off file is refused before anything is
    written);
 2. ``entity`` lines (by id), then ``relation`` lines (by id): the knowledge graph;
-3. ``memory`` lines in creation order, each with the memory's columns, its history rows, its
+3. ``retirement`` lines: the retirement ledger (texts no write brings back, docs/lifecycle.md),
+   before the memories so an import replays it first;
+4. ``memory`` lines in creation order, each with the memory's columns, its history rows, its
    entity mentions and, with vectors, its embedding (base64 of little-endian float32).
 
 Every line is validated here, by the CLI before it sends anything and by the daemon again:
@@ -93,6 +95,7 @@ class Counts(_Line):
     history: Count
     mentions: Count
     vectors: Count
+    retirements: Count = 0
 
 
 class Options(_Line):
@@ -227,6 +230,8 @@ class MemoryRecord(_Line):
     update_count: Count
     agent_id: Name
     visibility: Literal["global", "private", "archived"]
+    confirmations: Count = 0
+    last_reinforced_at: Timestamp | None = None
 
 
 MEMORY_COLUMNS = tuple(MemoryRecord.model_fields)
@@ -242,9 +247,24 @@ class MemoryLine(_Line):
     vector: VectorRow | None = None
 
 
-DataLine = Annotated[EntityLine | RelationLine | MemoryLine, Field(discriminator="kind")]
-AnyLine = Annotated[Header | EntityLine | RelationLine | MemoryLine, Field(discriminator="kind")]
-_ANY: TypeAdapter[Header | EntityLine | RelationLine | MemoryLine] = TypeAdapter(AnyLine)
+class RetirementLine(_Line):
+    """One row of the retirement ledger (docs/lifecycle.md): a text no write brings back for
+    this owner. ``content`` is absent when the memory was erased (hard delete)."""
+
+    kind: Literal["retirement"]
+    content_hash: Annotated[str, Field(pattern=r"^[0-9a-f]{64}$")]
+    agent_id: Name
+    project: Short | None
+    memory_id: Id | None
+    content: Annotated[str, Field(max_length=MAX_TEXT)] | None
+    reason: Text | None
+    retired_by: Short | None
+    retired_at: Timestamp
+
+
+DataLine = Annotated[EntityLine | RelationLine | RetirementLine | MemoryLine, Field(discriminator="kind")]
+AnyLine = Annotated[Header | EntityLine | RelationLine | RetirementLine | MemoryLine, Field(discriminator="kind")]
+_ANY: TypeAdapter[Header | EntityLine | RelationLine | RetirementLine | MemoryLine] = TypeAdapter(AnyLine)
 
 
 def dump_line(obj: dict[str, Any]) -> bytes:
@@ -265,10 +285,10 @@ def problem(exc: ValidationError) -> str:
     return f"{loc}: {msg}" if loc else msg
 
 
-_KINDS = ("header", "entity", "relation", "memory")
+_KINDS = ("header", "entity", "relation", "retirement", "memory")
 
 
-def parse_line(raw: bytes | str, lineno: int) -> Header | EntityLine | RelationLine | MemoryLine:
+def parse_line(raw: bytes | str, lineno: int) -> Header | EntityLine | RelationLine | RetirementLine | MemoryLine:
     """Validate one line; :class:`InvalidRequest` naming the line when anything is wrong."""
     size = len(raw.encode("utf-8") if isinstance(raw, str) else raw)
     if size > MAX_LINE_BYTES:
@@ -282,7 +302,7 @@ def parse_line(raw: bytes | str, lineno: int) -> Header | EntityLine | RelationL
         raise InvalidRequest(f"line {lineno}: {problem(exc)}", line=lineno) from None
 
 
-def check_header(line: Header | EntityLine | RelationLine | MemoryLine) -> Header:
+def check_header(line: Header | EntityLine | RelationLine | RetirementLine | MemoryLine) -> Header:
     """The first line must be a header this Signet reads."""
     if not isinstance(line, Header):
         raise InvalidRequest(f"line 1: expected the export's header line, found a {line.kind} line", line=1)

@@ -56,6 +56,7 @@ def counts(conn: Any, *, vectors: bool, deleted: bool) -> dict[str, int]:
         "vectors": one(f"SELECT COUNT(*) FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash{where}")
         if vectors
         else 0,
+        "retirements": one("SELECT COUNT(*) FROM memory_retirements"),
     }
 
 
@@ -69,6 +70,13 @@ def _entity(row: Any) -> dict[str, Any]:
 def _relation(row: Any) -> dict[str, Any]:
     out = {k: row[k] for k in row.keys()}  # noqa: SIM118
     out["kind"] = "relation"
+    return out
+
+
+def _retirement(row: Any) -> dict[str, Any]:
+    out = {k: row[k] for k in row.keys()}  # noqa: SIM118
+    out["project"] = out["project"] or None  # '' in the ledger's key: no project
+    out["kind"] = "retirement"
     return out
 
 
@@ -150,6 +158,8 @@ def _stream(conn: Any, header: bytes, *, vectors: bool, deleted: bool) -> Iterat
             yield dump_line(_entity(row))
         for row in _rows(conn, "SELECT * FROM relations ORDER BY id"):
             yield dump_line(_relation(row))
+        for row in _rows(conn, "SELECT * FROM memory_retirements ORDER BY retired_at, rowid"):
+            yield dump_line(_retirement(row))
         for row in _rows(conn, f"SELECT * FROM memories{_memory_filter(deleted)} ORDER BY seq"):
             yield dump_line(_memory(conn, row, vectors))
     finally:

@@ -22,6 +22,7 @@ leaves it. Imported memories queue no extraction: what was extracted from them c
 from __future__ import annotations
 
 import base64
+import functools
 import json
 import uuid
 from dataclasses import asdict, dataclass, field
@@ -32,9 +33,18 @@ import numpy as np
 from signet.embedding.service import EmbeddingService
 from signet.errors import InvalidRequest
 from signet.memory.content import content_hash
-from signet.memory.export_format import BOOL_COLUMNS, MEMORY_COLUMNS, EntityLine, MemoryLine, RelationLine
+from signet.memory.export_format import (
+    BOOL_COLUMNS,
+    MEMORY_COLUMNS,
+    EntityLine,
+    MemoryLine,
+    RelationLine,
+    RetirementLine,
+)
 from signet.search.vectors import VectorIndex
+from signet.store import lifecycle
 from signet.store.database import Database
+from signet.store.records import now_iso, record_history
 from signet.store.sqlite import Connection, sqlite3
 
 _MEMORY_INSERT = "INSERT INTO memories({cols}, normalized_content) VALUES ({marks}, '')".format(
@@ -60,6 +70,10 @@ class ImportReport:
     """Live memories added without a usable vector: the background embedder fills them in."""
     rehashed: int = 0
     """Memories whose exported content hash was not their text's (recomputed)."""
+    retirements_added: int = 0
+    """Retirement ledger rows taken (or refreshed) from the file."""
+    memories_retired: int = 0
+    """Live memories not added, or retired in the store, because the ledger retires their text."""
     entity_map: dict[str, str] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
@@ -74,7 +88,7 @@ class Importer:
 
     def import_batch(
         self,
-        lines: list[EntityLine | RelationLine | MemoryLine],
+        lines: list[EntityLine | RelationLine | RetirementLine | MemoryLine],
         *,
         first_line: int,
         entity_map: dict[str, str] | None = None,
@@ -91,6 +105,8 @@ class Importer:
                         self._entity(conn, line, known, report)
                     elif isinstance(line, RelationLine):
                         self._relation(conn, line, known, lineno, report)
+                    elif isinstance(line, RetirementLine):
+                        self._retirement(conn, line, report)
                     else:
                         self._memory(conn, line, known, lineno, report)
                 except sqlite3.IntegrityError as exc:  # a row the store's constraints refuse
@@ -174,6 +190,50 @@ class Importer:
         )
         report.relations_added += 1
 
+    # -- retirement ledger ---------------------------------------------------------------------
+    def _retirement(self, conn: Connection, r: RetirementLine, report: ImportReport) -> None:
+        """Take a ledger row and replay it: a live memory of the same text and owner is retired
+        here too (a store rebuilt from an older copy does not keep what was retired since)."""
+        lifecycle.retire(
+            conn,
+            content_hash=r.content_hash,
+            agent_id=r.agent_id,
+            project=r.project,
+            memory_id=r.memory_id,
+            content=r.content,
+            reason=r.reason,
+            retired_by=r.retired_by,
+            retired_at=r.retired_at,
+        )
+        report.retirements_added += 1
+        live = list(
+            conn.execute(
+                "SELECT id, version, content FROM memories WHERE content_hash = ? AND agent_id = ?"
+                " AND COALESCE(project, '') = ? AND is_deleted = 0",
+                (r.content_hash, r.agent_id, r.project or ""),
+            )
+        )
+        for row in live:
+            ts = now_iso()
+            conn.execute(
+                "UPDATE memories SET is_deleted = 1, deleted_at = ?, version = ?, updated_at = ?, updated_by = 'import'"
+                " WHERE id = ?",
+                (ts, int(row["version"]) + 1, ts, row["id"]),
+            )
+            record_history(
+                conn,
+                row["id"],
+                "deleted",
+                old_content=row["content"],
+                new_content=None,
+                changed_by="import",
+                reason="retired: the imported retirement ledger holds this text",
+                metadata={"hard": False, "retired": True, "content_hash": r.content_hash},
+            )
+            memory_id = str(row["id"])
+            self.db.after_commit(functools.partial(self.index.remove, memory_id))
+            report.memories_retired += 1
+
     # -- memories ------------------------------------------------------------------------------
     def _memory(
         self, conn: Connection, line: MemoryLine, known: dict[str, str], lineno: int, report: ImportReport
@@ -186,6 +246,9 @@ class Importer:
         if chash != m.content_hash:
             report.rehashed += 1
         live = not m.is_deleted
+        if live and lifecycle.retirement(conn, chash, m.agent_id, m.project) is not None:
+            report.memories_retired += 1  # the ledger retires this text for this owner
+            return
         if (
             live
             and conn.execute(

@@ -16,8 +16,9 @@ import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
+from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
 
@@ -37,6 +38,7 @@ from signet.errors import (
     VersionConflict,
 )
 from signet.memory.content import infer_type, parse_content
+from signet.memory.signals import SignalBoard
 from signet.models import (
     DeleteResponse,
     EmbeddingExport,
@@ -62,14 +64,16 @@ from signet.models import (
     RecoverResponse,
     RememberRequest,
     RememberResponse,
+    SplitResponse,
     StatusResponse,
     StorageStatus,
+    UnretireResponse,
     VectorSearchState,
 )
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.vectors import VectorIndex
-from signet.store import space
+from signet.store import lifecycle, space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.ids import complete_id
@@ -86,6 +90,41 @@ _INSERT_SQL = (
     " :project, :source_type, :source_id, :created_at, :updated_at, :updated_by, :agent_id, :visibility,"
     " :embedding_model) ON CONFLICT DO NOTHING RETURNING *"
 )
+
+ReinforceCheck = Literal["off", "checked", "skipped_not_ready", "skipped_pinned", "not_checked"]
+"""What the reinforcement check did: ``off``, ``checked``, ``skipped_not_ready``, ``skipped_pinned``, ``not_checked``."""
+
+NO_REINFORCE_TYPE = "document_chunk"
+"""Document chunks are never reinforced: two chunks saying much the same are two places in documents."""
+
+REINFORCE_CANDIDATES = 32
+"""Nearest stored vectors examined for a reinforcement (the first live one of the same type
+and owner at or above the threshold wins)."""
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What one write of a new text did: stored it, found it stored (``deduped``), added a
+    confirmation to a similar memory (``reinforced``), or refused it (``retired``: ``row`` is
+    the ledger's row, not a memory)."""
+
+    row: Any
+    deduped: bool
+    reinforced: str | None = None
+    retired: bool = False
+    check: ReinforceCheck = "not_checked"
+    mem: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The reinforcement check, computed before the write transaction: the new text's vector
+    and the stored memories at or above the threshold, most similar first."""
+
+    check: ReinforceCheck
+    vector: Any = None
+    hits: tuple[tuple[str, float], ...] = ()
+
 
 RememberHook = Callable[[Any, dict[str, Any]], None]
 PrepareHook = Callable[[dict[str, Any]], None]
@@ -126,6 +165,7 @@ class MemoryService:
         self.on_recall: list[RecallHook] = []
         """Called after every recall with (request, response, scope): analytics, telemetry and
         the recall QA ledger listen here (signet.ops.observe). They must be cheap and not raise."""
+        self.signals = SignalBoard(db, settings.memory.signals)
 
     @property
     def decay_rate(self) -> float:
@@ -187,8 +227,14 @@ class MemoryService:
         reason: str = "remember",
         note: dict[str, Any] | None = None,
         vector: Any = None,
-    ) -> tuple[Any, bool]:
-        """Insert or dedup (same text, agent and project) inside a write transaction; returns (row, deduped).
+        candidates: Candidates | None = None,
+    ) -> Stored:
+        """Insert, dedup (same text, agent and project), reinforce or refuse, inside a write transaction.
+
+        A text in the retirement ledger for this owner is refused (nothing written). With
+        ``candidates`` (the reinforcement check), the first live memory among them of the same
+        type and owner, not pinned, takes a confirmation and the text goes into its history as a
+        ``reinforced`` event, instead of a new memory (docs/lifecycle.md).
 
         One statement does the dedupe and the insert: the unique index of migration 8 turns a
         duplicate into "no row returned" (``ON CONFLICT DO NOTHING``), and ``RETURNING`` gives
@@ -196,6 +242,19 @@ class MemoryService:
         so the row is complete as returned. The writer thread runs every write in turn, so each
         statement saved here is throughput (docs/benchmarks.md, latency).
         """
+        check = candidates.check if candidates is not None else "not_checked"
+        ledger = lifecycle.retirement(conn, mem["content_hash"], mem["agent_id"], mem["project"])
+        if ledger is not None:
+            return Stored(ledger, False, retired=True, check=check, mem=mem)
+        if candidates is not None and candidates.hits:
+            existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
+            if existing is not None:
+                return Stored(existing, True, check=check)
+            target = self._reinforce(conn, mem, candidates, changed_by, actor_type, reason, note)
+            if target is not None:
+                return Stored(target, False, reinforced=target["id"], check=check)
+        if vector is None and candidates is not None:
+            vector = candidates.vector  # computed for the check: stored with the memory, not embedded twice
         vec = self._existing_vector(conn, mem["content_hash"])
         row = conn.execute(
             _INSERT_SQL,
@@ -209,7 +268,7 @@ class MemoryService:
             existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
             if existing is None:  # a conflict that is not the dedupe index: the id (never reused)
                 raise RuntimeError(f"memory {mem['id']} conflicts with a stored row")
-            return existing, True
+            return Stored(existing, True, check=check)
         record_history(
             conn,
             mem["id"],
@@ -228,7 +287,81 @@ class MemoryService:
             self._index_vector(mem["id"], vec, mem["project"], mem["created_at"])
         for hook in self.on_remember_tx:
             hook(conn, mem)
-        return row, False
+        return Stored(row, False, check=check)
+
+    # -- reinforcement ---------------------------------------------------------------------
+    def _candidates(self, mem: dict[str, Any]) -> Candidates:
+        """The reinforcement check for a prepared memory: embed its text (about 10 ms with the
+        bundled model) and find the stored vectors at or above the threshold. On the caller's
+        thread, before the write: the write lock is never held on a model call."""
+        cfg = self.settings.memory.reinforce
+        if not cfg.enabled or mem["type"] == NO_REINFORCE_TYPE:
+            return Candidates("off")
+        if mem["pinned"]:
+            return Candidates("skipped_pinned")
+        if not self.embeddings.ready:
+            return Candidates("skipped_not_ready")
+        vec = self.embed_for_write(mem["id"], mem["content"])
+        if vec is None:
+            return Candidates("skipped_not_ready")
+        return Candidates("checked", vec, self._similar_hits(vec, mem["project"]))
+
+    def _similar_hits(self, vec: Any, project: str | None) -> tuple[tuple[str, float], ...]:
+        threshold = self.settings.memory.reinforce.threshold
+        hits = self.index.search(vec, REINFORCE_CANDIDATES, project=project)
+        return tuple((h.memory_id, h.score) for h in hits if h.score >= threshold)
+
+    def _reinforce(
+        self,
+        conn: Connection,
+        mem: dict[str, Any],
+        candidates: Candidates,
+        changed_by: str,
+        actor_type: str | None,
+        reason: str,
+        note: dict[str, Any] | None,
+    ) -> Any:
+        """Add a confirmation to the first eligible candidate; its row after the update, or None."""
+        for memory_id, score in candidates.hits:
+            target = conn.execute(
+                "SELECT id FROM memories WHERE id = ? AND is_deleted = 0 AND pinned = 0 AND type = ?"
+                " AND agent_id = ? AND COALESCE(project, '') = ?",
+                (memory_id, mem["type"], mem["agent_id"], mem["project"] or ""),
+            ).fetchone()
+            if target is None:
+                continue
+            ts = now_iso()
+            row = conn.execute(
+                "UPDATE memories SET confirmations = confirmations + 1, last_reinforced_at = ? WHERE id = ? RETURNING *",
+                (ts, memory_id),
+            ).fetchone()
+            record_history(
+                conn,
+                memory_id,
+                "reinforced",
+                old_content=None,
+                new_content=mem["content"],
+                changed_by=changed_by,
+                reason=reason,
+                actor_type=actor_type,
+                metadata={
+                    "similarity": round(score, 4),
+                    "threshold": self.settings.memory.reinforce.threshold,
+                    "confirmations": int(row["confirmations"]),
+                    "content_hash": mem["content_hash"],
+                    "importance": mem["importance"],
+                    "tags": json.loads(mem["tags"]),
+                    "who": mem["who"],
+                    "why": mem["why"],
+                    "source_type": mem["source_type"],
+                    "source_id": mem["source_id"],
+                    "visibility": mem["visibility"],
+                    "stated_at": mem["created_at"],
+                    **(note or {}),
+                },
+            )
+            return row
+        return None
 
     def _existing_vector(self, conn: Connection, chash: str) -> Any:
         """The stored vector of this text under the current model, if any: never embed twice."""
@@ -253,7 +386,23 @@ class MemoryService:
         if self.index.dimensions in (None, vec.shape[0]):
             self.db.after_commit(lambda: self.index.upsert(memory_id, vec, project, created_at))
 
-    def _remember_response(self, row: Any, deduped: bool) -> RememberResponse:
+    def _remember_response(self, stored: Stored) -> RememberResponse:
+        row, deduped = stored.row, stored.deduped
+        if stored.retired:
+            mem = stored.mem or {}
+            return RememberResponse(
+                id=row["memory_id"] or "",
+                deduped=False,
+                type=mem.get("type", "fact"),
+                tags=load_tags(mem.get("tags")),
+                pinned=bool(mem.get("pinned")),
+                importance=float(mem.get("importance", 0.0)),
+                content=mem.get("content", ""),
+                created_at=row["retired_at"],
+                embedding="unavailable",
+                reinforcement=stored.check,
+                retired=True,
+            )
         if row["id"] in self.index:
             emb = "ready"
         elif self.embeddings.state in ("disabled", "unavailable"):
@@ -270,6 +419,9 @@ class MemoryService:
             content=row["content"],
             created_at=row["created_at"],
             embedding=emb,
+            reinforced=stored.reinforced,
+            confirmations=int(row["confirmations"]),
+            reinforcement=stored.check,
         )
 
     def remember(
@@ -290,19 +442,25 @@ class MemoryService:
         changed_by: str = "api",
         actor_type: str | None = None,
         scope: ReadScope = UNSCOPED,
-    ) -> Future[tuple[Any, bool]]:
+    ) -> Future[Stored]:
         """Queue the write and return its future, for async callers that await it without a thread.
 
         The owner (agent, project) comes from ``scope`` when the request names none, and a
-        named one outside a scoped token's reach is :class:`Forbidden` before anything is queued."""
+        named one outside a scoped token's reach is :class:`Forbidden` before anything is queued.
+        With reinforcement on (:attr:`reinforcing`), the text is embedded first, on this thread."""
         mem = self._prepare(req, scope)
-        return self.db.submit(lambda conn: self._insert(conn, mem, changed_by, actor_type))
+        candidates = self._candidates(mem)
+        return self.db.submit(lambda conn: self._insert(conn, mem, changed_by, actor_type, candidates=candidates))
 
-    def finish_remember(self, outcome: tuple[Any, bool]) -> RememberResponse:
-        row, deduped = outcome
-        if not deduped:
+    @property
+    def reinforcing(self) -> bool:
+        """Whether a remember embeds its text before the write (the reinforcement check)."""
+        return self.settings.memory.reinforce.enabled and self.embeddings.ready
+
+    def finish_remember(self, outcome: Stored) -> RememberResponse:
+        if not (outcome.deduped or outcome.retired or outcome.reinforced):
             self.embeddings.notify()
-        return self._remember_response(row, deduped)
+        return self._remember_response(outcome)
 
     def remember_batch(
         self,
@@ -313,16 +471,18 @@ class MemoryService:
         scope: ReadScope = UNSCOPED,
     ) -> list[RememberResponse]:
         """Many memories in one transaction: all are stored, or none are (one item outside the
-        caller's scope refuses the whole batch before anything is written)."""
+        caller's scope refuses the whole batch before anything is written). Retired texts are
+        refused item by item; a batch is not checked for reinforcement (importers, benchmarks:
+        docs/lifecycle.md)."""
         mems = [self._prepare(r, scope) for r in items]
 
-        def write(conn: Connection) -> list[tuple[Any, bool]]:
+        def write(conn: Connection) -> list[Stored]:
             return [self._insert(conn, m, changed_by, actor_type) for m in mems]
 
         results = self.db.write(write)
-        if any(not d for _, d in results):
+        if any(not (r.deduped or r.retired) for r in results):
             self.embeddings.notify()
-        return [self._remember_response(row, d) for row, d in results]
+        return [self._remember_response(r) for r in results]
 
     # -- writes inside a caller's transaction ------------------------------------------------
     # The pipeline applies an LLM's decisions through these, on the writer thread inside one
@@ -342,10 +502,27 @@ class MemoryService:
         vector: Any = None,
     ) -> tuple[Any, bool]:
         """Store (or dedupe) one memory; ``note`` joins its history metadata, ``vector`` (computed
-        before the transaction) is stored with it. Returns (row, deduped)."""
-        return self._insert(
-            conn, self._prepare(req, UNSCOPED), changed_by, actor_type, reason=reason, note=note, vector=vector
+        before the transaction) is stored with it. Returns (row, deduped).
+
+        A text in the retirement ledger is not stored: the row is then the retired memory's
+        (soft-deleted) row with ``deduped`` true, or None when that row is gone. With
+        reinforcement on and a ``vector``, a similar memory of the same type and owner is
+        reinforced instead: its row is returned with ``deduped`` true."""
+        mem = self._prepare(req, UNSCOPED)
+        candidates = None
+        if (
+            vector is not None
+            and self.settings.memory.reinforce.enabled
+            and not mem["pinned"]
+            and mem["type"] != NO_REINFORCE_TYPE
+        ):
+            candidates = Candidates("checked", vector, self._similar_hits(vector, mem["project"]))
+        out = self._insert(
+            conn, mem, changed_by, actor_type, reason=reason, note=note, vector=vector, candidates=candidates
         )
+        if out.retired:
+            return (self._row(conn, out.row["memory_id"]) if out.row["memory_id"] else None), True
+        return out.row, out.deduped or out.reinforced is not None
 
     def modify_in(
         self,
@@ -862,14 +1039,23 @@ class MemoryService:
                 )
         reason = req.reason
         who = req.changed_by or changed_by
-        deleted = self.db.write(
-            lambda conn: [
-                mid
-                for mid in ids
-                if self._delete_in_tx(conn, mid, reason, who, actor_type, req.force, None) is not None
-            ]
-        )
+
+        def write(conn: Connection) -> tuple[list[str], list[str]]:
+            deleted: list[str] = []
+            retired: list[str] = []
+            for mid in ids:
+                row = self._row(conn, mid)
+                if self._delete_in_tx(conn, mid, reason, who, actor_type, req.force, row) is None:
+                    continue
+                deleted.append(mid)
+                if req.persist and row is not None:
+                    self._retire_in(conn, row, reason, who, erase=req.force)
+                    retired.append(mid)
+            return deleted, retired
+
+        deleted, retired = self.db.write(write)
         return ForgetResponse(
+            retired=retired,
             mode="execute",
             count=len(deleted),
             candidates=candidates,
@@ -968,6 +1154,171 @@ class MemoryService:
         )
         return new_version
 
+    # -- retirement ledger -----------------------------------------------------------------
+    def _retire_in(self, conn: Connection, row: Any, reason: str, changed_by: str, *, erase: bool) -> None:
+        """Record a forgotten memory's text in the ledger; a hard delete keeps only its hash."""
+        lifecycle.retire(
+            conn,
+            content_hash=row["content_hash"],
+            agent_id=row["agent_id"],
+            project=row["project"],
+            memory_id=row["id"],
+            content=None if erase else row["content"],
+            reason=reason,
+            retired_by=changed_by,
+        )
+        if not erase:
+            record_history(
+                conn,
+                row["id"],
+                "retired",
+                old_content=None,
+                new_content=None,
+                changed_by=changed_by,
+                reason=reason,
+                metadata={"content_hash": row["content_hash"], "persist": True},
+            )
+
+    def unretire(
+        self, memory_id: str, *, reason: str, changed_by: str = "api", scope: ReadScope = UNSCOPED
+    ) -> UnretireResponse:
+        """Take a memory's text out of the retirement ledger: later writes of it are stored again.
+        The memory itself stays deleted (recover brings it back, and also un-retires it)."""
+        if not reason.strip():
+            raise InvalidRequest("unretire needs a non-empty 'reason'")
+        memory_id = self._ledger_id(memory_id, scope)
+
+        def write(conn: Connection) -> int:
+            row = self._row(conn, memory_id)
+            if row is not None and not scope.writable().allows(row):
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
+            dropped = lifecycle.unretire_memory(conn, memory_id)
+            if not dropped:
+                raise NotFound(f"memory '{memory_id}' is not in the retirement ledger", id=memory_id)
+            if row is not None:
+                record_history(
+                    conn,
+                    memory_id,
+                    "unretired",
+                    old_content=None,
+                    new_content=None,
+                    changed_by=changed_by,
+                    reason=reason,
+                    metadata={"content_hash": row["content_hash"]},
+                )
+            return len(dropped)
+
+        return UnretireResponse(id=memory_id, status="unretired", entries=self.db.write(write))
+
+    def _ledger_id(self, memory_id: str, scope: ReadScope) -> str:
+        """A memory id (or prefix) as the ledger knows it: the memory's, or a purged one's."""
+        try:
+            return self.full_id(memory_id, scope)
+        except NotFound:
+            if scope is not UNSCOPED:
+                raise
+            return memory_id
+
+    # -- split (undo a reinforcement) --------------------------------------------------------
+    def split(
+        self,
+        memory_id: str,
+        event_id: str,
+        *,
+        reason: str,
+        changed_by: str = "api",
+        actor_type: str | None = None,
+        scope: ReadScope = UNSCOPED,
+    ) -> SplitResponse:
+        """Undo one reinforcement: the wording its ``reinforced`` event recorded becomes a memory
+        of its own (with the importance, tags and source it was said with) and the memory loses
+        that confirmation. A ``split`` event on the memory and the new memory's ``created`` event
+        name each other."""
+        if not reason.strip():
+            raise InvalidRequest("split needs a non-empty 'reason'")
+        memory_id = self.full_id(memory_id, scope)
+        event = self.db.read(
+            lambda c: c.execute(
+                "SELECT * FROM memory_history WHERE id = ? AND memory_id = ? AND event = 'reinforced'",
+                (event_id, memory_id),
+            ).fetchone()
+        )
+        if event is None:
+            raise NotFound(f"memory '{memory_id}' has no reinforcement '{event_id}'", id=memory_id, event_id=event_id)
+        meta = json.loads(event["metadata"] or "{}")
+        text = str(event["new_content"])
+        owner = self.db.read(lambda c: self._row(c, memory_id))
+        if owner is None or not scope.allows(owner):
+            raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+        req = RememberRequest(
+            content=text,
+            type=owner["type"],
+            importance=meta.get("importance"),
+            tags=meta.get("tags") or None,
+            who=meta.get("who"),
+            why=meta.get("why"),
+            project=owner["project"],
+            source_type=meta.get("source_type"),
+            source_id=meta.get("source_id"),
+            created_at=datetime.fromisoformat(meta["stated_at"]) if meta.get("stated_at") else None,
+            agent_id=owner["agent_id"],
+            visibility=meta.get("visibility") or owner["visibility"],
+        )
+        mem = self._prepare(req, UNSCOPED)  # on this thread, before the write (prepare hooks)
+        vector = self.embed_for_write(memory_id, text)
+
+        def write(conn: Connection) -> SplitResponse:
+            row = self._row(conn, memory_id)
+            if row is None or not scope.allows(row):
+                raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
+            if not scope.writable().allows(row):
+                raise Forbidden(f"memory '{memory_id}' belongs to another agent", id=memory_id, reason="scope_mismatch")
+            if (row["type"], row["agent_id"], row["project"]) != (owner["type"], owner["agent_id"], owner["project"]):
+                raise Conflict(f"memory '{memory_id}' changed meanwhile; split again", code="changed", id=memory_id)
+            done = conn.execute(
+                "SELECT 1 FROM memory_history WHERE memory_id = ? AND event = 'split'"
+                " AND json_extract(metadata, '$.event_id') = ?",
+                (memory_id, event_id),
+            ).fetchone()
+            if done is not None:
+                raise Conflict(f"reinforcement '{event_id}' was split off already", code="already_split", id=memory_id)
+            out = self._insert(
+                conn,
+                mem,
+                changed_by,
+                actor_type,
+                reason=f"split: {reason}",
+                note={"split_from": memory_id, "event_id": event_id},
+                vector=vector,
+            )
+            if out.retired or out.deduped:
+                raise Conflict(
+                    "this wording is " + ("retired" if out.retired else "already a memory of its own"),
+                    code="retired" if out.retired else "duplicate",
+                    id=memory_id,
+                    duplicate_memory_id=None if out.retired else out.row["id"],
+                )
+            left = conn.execute(
+                "UPDATE memories SET confirmations = MAX(confirmations - 1, 0) WHERE id = ? RETURNING confirmations",
+                (memory_id,),
+            ).fetchone()[0]
+            record_history(
+                conn,
+                memory_id,
+                "split",
+                old_content=None,
+                new_content=None,
+                changed_by=changed_by,
+                reason=reason,
+                actor_type=actor_type,
+                metadata={"event_id": event_id, "new_memory_id": mem["id"], "confirmations": int(left)},
+            )
+            return SplitResponse(id=memory_id, new_id=mem["id"], confirmations=int(left), content=text)
+
+        out = self.db.write(write)
+        self.embeddings.notify()
+        return out
+
     # -- recover ---------------------------------------------------------------------------
     def recover(
         self,
@@ -1014,6 +1365,7 @@ class MemoryService:
                 )
             new_version = int(row["version"]) + 1
             ts = now_iso()
+            unretired = bool(lifecycle.unretire_memory(conn, memory_id))  # recovering a retired memory un-retires it
             conn.execute(
                 "UPDATE memories SET is_deleted = 0, deleted_at = NULL, version = ?, updated_at = ?, updated_by = ?"
                 " WHERE id = ?",
@@ -1028,7 +1380,7 @@ class MemoryService:
                 changed_by=req.changed_by or changed_by,
                 reason=req.reason,
                 actor_type=actor_type,
-                metadata={"fromVersion": row["version"], "toVersion": new_version},
+                metadata={"fromVersion": row["version"], "toVersion": new_version, "unretired": unretired},
             )
             self._index_existing_vector(conn, memory_id, row["content_hash"], row["project"], row["created_at"])
             return RecoverResponse(

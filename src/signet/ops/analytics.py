@@ -267,7 +267,7 @@ class Analytics:
             self._ops["embed" if kind == "embedding" else "llm"].observe(ms)
 
     def record_connector(self, name: str, *, syncs: int = 0, errors: int = 0, documents: int = 0) -> None:
-        """A connector's sync (no connectors exist yet; the counters are ready for them)."""
+        """A connector's sync (signet.documents.connectors, through the runtime)."""
         with self._lock:
             c = self._connectors.setdefault(name, {"syncs": 0, "errors": 0, "documents": 0})
             c["syncs"] += syncs

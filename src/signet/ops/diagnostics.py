@@ -6,7 +6,7 @@
 | index    | 0.19   | FTS/memory count mismatch (any; > 10% weighs more), vectors lost (a memory marked embedded whose vector row is gone), embedding coverage < 80% while the embedder is failing |
 | provider | 0.24   | embedder state, paused query embeddings; LLM call outcomes when the pipeline records them; an unreachable LLM provider while jobs wait |
 | mutation | 0.10   | recovery events > 5 in the last 7 days                         |
-| connector| 0.05   | connectors in error; none exist in this implementation, so the domain says so and is left out of the composite |
+| connector| 0.05   | connectors in error and the age of the oldest error; with no connector the domain says so and is left out of the composite |
 
 Scores run 0..1; ``>= 0.8`` healthy, ``>= 0.5`` degraded, else unhealthy. Nothing here
 writes; every finding says what would fix it, and a fault a repair action fixes also carries
@@ -327,12 +327,28 @@ def mutation_domain(conn: Connection, now: datetime) -> Domain:
     return d
 
 
-def connector_domain() -> Domain:
-    """Connectors (the spec's external sources synced into memory) do not exist in this
-    implementation: the domain says so and stays out of the composite, rather than report a
-    health it never measured."""
-    d = Domain("connector", applicable=False)
-    d.metrics = {"configured": 0, "note": "no connectors: this implementation has none to check"}
+def connector_domain(conn: Connection, now: datetime) -> Domain:
+    """Connectors (signet.documents.connectors) in error, and how long the oldest error has
+    stood. With no connector there is nothing to measure: the domain says so and stays out of
+    the composite, rather than report a health it never measured."""
+    total = int(_scalar(conn, "SELECT COUNT(*) FROM connectors") or 0)
+    if total == 0:
+        d = Domain("connector", applicable=False)
+        d.metrics = {"configured": 0, "note": "no connectors configured"}
+        return d
+    d = Domain("connector")
+    errors = int(_scalar(conn, "SELECT COUNT(*) FROM connectors WHERE last_error IS NOT NULL") or 0)
+    oldest = _scalar(conn, "SELECT MIN(last_error_at) FROM connectors WHERE last_error IS NOT NULL")
+    age = (now - datetime.fromisoformat(oldest)).total_seconds() if oldest else None
+    d.metrics = {"configured": total, "in_error": errors, "oldest_error_age_s": round(age, 1) if age else None}
+    if errors:
+        d.penalize(
+            0.6 * errors / total,
+            f"{errors} of {total} connectors in error: `signet connectors list` shows why; fix it and "
+            "`signet connectors sync ID`",
+        )
+        if age is not None and age > 3600:
+            d.penalize(0.3, f"a connector error has stood for {age / 3600:.1f} h")
     return d
 
 
@@ -366,7 +382,7 @@ def diagnose(runtime: Sources, *, integrity: bool = True) -> dict[str, Any]:
             _guarded("index", lambda: index_domain(conn, runtime)),
             _guarded("provider", lambda: provider_domain(conn, runtime)),
             _guarded("mutation", lambda: mutation_domain(conn, now)),
-            connector_domain(),
+            _guarded("connector", lambda: connector_domain(conn, now)),
         ]
 
     domains = runtime.db.read(read)

@@ -30,6 +30,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+NOT_EXTRACTED = ("pipeline", "document")
+"""Memory sources no extraction job is queued for: the pipeline's own facts, document chunks."""
+
 HEALTH_TTL = 15.0
 
 
@@ -88,10 +91,11 @@ class Pipeline:
 
     def on_remember(self, conn: Connection, mem: dict[str, Any]) -> None:
         """Inside the remember transaction: link entities, queue extraction (never for the
-        pipeline's own facts, which would loop)."""
+        pipeline's own facts, which would loop, nor for document chunks: a document is stored
+        as it is written, chunk by chunk, and is searchable without an LLM reading it)."""
         if self.settings.graph.enabled:
             graph.inline_link(conn, mem["id"], mem["content"], mem.get("agent_id") or "default", mem.get(LINK_NAMES))
-        if self.settings.enabled and mem.get("source_type") != "pipeline":
+        if self.settings.enabled and mem.get("source_type") not in NOT_EXTRACTED:
             queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
             self.worker.notify()
 

@@ -1,7 +1,7 @@
 """The pipeline worker: lease a job, extract, decide, write, persist the graph, complete.
 
 Order inside one job, and why:
-1. read the source text (memory, transcript turns, document) - a read;
+1. read the source text (memory, transcript turns) - a read;
 2. extraction and one decision call per fact - LLM calls, no transaction open;
 3. embeddings for the adds, then one write transaction for the facts and their history;
 4. updates / deletes through MemoryService (their own transactions);
@@ -56,6 +56,8 @@ from signet.store.sqlite import Connection
 log = logging.getLogger(__name__)
 
 JITTER_MS = 500
+EXTRACT_JOBS = ("extract",)
+"""The job types this worker leases."""
 
 
 class PermanentJobError(Exception):
@@ -112,14 +114,6 @@ class Processor:
 
     def source(self, job: queue.Job) -> Source | None:
         """The text to extract from; None when there is nothing (left) to do."""
-        if job.job_type == "document_ingest":
-            text = job.payload.get("content") or job.payload.get("text")
-            if not isinstance(text, str) or not text.strip():
-                raise PermanentJobError("document_ingest job without 'content' in its payload")
-            ref = str(job.payload.get("document_id") or job.id)
-            return Source(
-                "document", ref, text, str(job.payload.get("agent_id") or "default"), job.payload.get("project")
-            )
         if job.memory_id is not None:
             mid = job.memory_id
             row = self.db.read(
@@ -326,7 +320,8 @@ class Worker:
         poll = self.settings.poll_interval_ms / 1000
         while not self._stop.is_set():
             try:
-                job = self.db.write(queue.lease)
+                # Document jobs have their own worker (signet.documents.worker): they need no LLM.
+                job = self.db.write(lambda c: queue.lease(c, EXTRACT_JOBS))
             except RuntimeError:
                 return
             if job is None:

@@ -237,6 +237,11 @@ class Writer:
             note={**meta, "applied": True},
             vector=vector,
         )
+        if deduped and (row is None or row["is_deleted"]):  # a retired text (docs/lifecycle.md)
+            meta["retiredId"] = row["id"] if row is not None else None
+            self._note(conn, source.ref, meta, "skipped: the text was retired", shadow=False)
+            report.skipped += 1
+            return
         if deduped:
             meta["dedupedExistingId"] = row["id"]
             self._note(conn, row["id"], meta, "deduplicated: a memory with this content exists", shadow=False)

@@ -227,6 +227,9 @@ class _Operations:
     hook_recall = Op(_ops.hook_recall)
     pre_compaction = Op(_ops.pre_compaction)
     compaction_complete = Op(_ops.compaction_complete)
+    secrets = Op(_ops.secrets)
+    secret_exec = Op(_ops.secret_exec)
+    secret_run = Op(_ops.secret_run)
 
 
 class SignetClient(SyncDriver, _Operations):

@@ -52,6 +52,7 @@ from signet.models import (
     StatusResponse,
 )
 from signet.sdk._core import Call, body, build, parser, query
+from signet.secrets.models import ExecRequest, ExecRun, SecretList
 
 
 def _id(memory_id: str) -> str:
@@ -240,3 +241,25 @@ def compaction_complete(summary: str | CompactionCompleteRequest, **fields: Any)
     """Store a compaction summary as a memory and a handoff."""
     model = _model(CompactionCompleteRequest, summary, "summary", fields)
     return Call("POST", "/api/hooks/compaction-complete", parser(CompactionCompleteResponse), json=body(model))
+
+
+# --- secrets (admin) --------------------------------------------------------------------------
+
+
+def secrets() -> Call[SecretList]:
+    """The names of the workspace's secrets (``GET /api/secrets``); never a value."""
+    return Call("GET", "/api/secrets", parser(SecretList))
+
+
+def secret_exec(command: Sequence[str] | ExecRequest, **fields: Any) -> Call[ExecRun]:
+    """Run an allowed command with named secrets in its environment (``POST /api/secrets/exec``);
+    fields as in :class:`~signet.secrets.models.ExecRequest` (``secrets``, ``timeout_s``, ``wait``)."""
+    req = _model(ExecRequest, command if isinstance(command, ExecRequest) else list(command), "command", fields)
+    return Call("POST", "/api/secrets/exec", parser(ExecRun), json=body(req))
+
+
+def secret_run(run_id: str) -> Call[ExecRun]:
+    """A secret exec run's state and redacted output (``GET /api/secrets/exec/{id}``)."""
+    if not isinstance(run_id, str) or not run_id.strip():
+        raise InvalidRequest("a run id is required")
+    return Call("GET", f"/api/secrets/exec/{quote(run_id, safe='')}", parser(ExecRun))

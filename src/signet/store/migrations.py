@@ -19,11 +19,17 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from signet.store.schema_auth import AUTH_SCHEMA
+from signet.store.schema_documents import DOCUMENTS_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
+from signet.store.schema_lifecycle import LIFECYCLE_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
 from signet.store.schema_repair import REPAIR_AUDIT_SCHEMA
+from signet.store.schema_secrets import SECRETS_SCHEMA
+from signet.store.schema_signals import SIGNALS_SCHEMA
+from signet.store.schema_skills import SKILLS_SCHEMA
+from signet.store.schema_tasks import TASKS_SCHEMA
 from signet.store.schema_telemetry import TELEMETRY_SCHEMA
 from signet.store.sqlite import Connection, sqlite3
 from signet.store.thread_context import CONTENTLESS_SCHEMA, CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
@@ -292,7 +298,13 @@ MIGRATIONS: list[Migration] = [
     Migration(13, "telemetry", TELEMETRY_SCHEMA),
     Migration(14, "repair_audit", REPAIR_AUDIT_SCHEMA),
     Migration(15, "contentless_thread_context", CONTENTLESS_SCHEMA),
+    Migration(16, "documents", DOCUMENTS_SCHEMA),
+    Migration(17, "secret_exec_runs", SECRETS_SCHEMA),
     Migration(18, "created_history_text", CREATED_TEXT_SCHEMA),
+    Migration(19, "scheduled_tasks", TASKS_SCHEMA),
+    Migration(20, "skill_meta", SKILLS_SCHEMA),
+    Migration(21, "lifecycle", LIFECYCLE_SCHEMA),
+    Migration(22, "signals", SIGNALS_SCHEMA),
 ]
 
 BOOKKEEPING = """

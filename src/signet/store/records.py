@@ -64,6 +64,8 @@ def memory_from_row(row: Any, decay_rate: float) -> Memory:
         extraction_status=row["extraction_status"],
         agent_id=row["agent_id"],
         visibility=row["visibility"],
+        confirmations=int(row["confirmations"] or 0),
+        last_reinforced_at=row["last_reinforced_at"],
     )
 
 

@@ -56,10 +56,15 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
     """Store a memory. Returns at once; the vector is computed in the background.
 
-    The same content (after normalization) returns the existing id with ``deduped: true``.
+    The same content (after normalization) returns the existing id with ``deduped: true``. With
+    ``memory.reinforce`` on, a text similar to a live memory of the same type and owner reinforces
+    it (``reinforced: <id>``); a retired text is not stored (``retired: true``): docs/lifecycle.md.
     """
     # Async on purpose: the write is awaited on the writer thread's future, so a remember
     # costs no worker-thread hop (remember throughput is what importers and hooks feel).
+    # With reinforcement on, the text is embedded first (the check), on a worker thread.
+    if runtime.service.reinforcing:
+        return await run_in_threadpool(runtime.service.remember, body, changed_by=body.who or actor, scope=scope)
     fut = runtime.service.submit_remember(body, changed_by=body.who or actor, scope=scope)
     return runtime.service.finish_remember(await asyncio.wrap_future(fut))
 
@@ -71,7 +76,8 @@ def remember_batch(
     """Store many memories in one transaction (importers): all or nothing."""
     results = runtime.service.remember_batch(body.items, changed_by=actor, scope=scope)
     deduped = sum(1 for r in results if r.deduped)
-    return RememberBatchResponse(results=results, created=len(results) - deduped, deduped=deduped)
+    retired = sum(1 for r in results if r.retired)  # refused: the retirement ledger holds the text
+    return RememberBatchResponse(results=results, created=len(results) - deduped - retired, deduped=deduped)
 
 
 @router.post("/api/memory/recall", response_model=RecallResponse)

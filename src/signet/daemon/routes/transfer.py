@@ -57,7 +57,7 @@ class ImportRequest(StrictModel):
         2, ge=1, le=2**53, description="the file's line number of the first line sent (errors name lines)"
     )
     lines: Annotated[list[DataLine], Field(min_length=1, max_length=MAX_IMPORT_LINES)] = Field(
-        description="entity, relation and memory lines of an export, in file order (not the header)"
+        description="entity, relation, retirement and memory lines of an export, in file order (not the header)"
     )
     entity_map: Annotated[dict[Id, Id], Field(max_length=100_000)] = Field(
         default_factory=dict,
@@ -78,6 +78,10 @@ class ImportResponse(BaseModel):
     vectors_added: int
     to_embed: int = Field(description="live memories queued for the background embedder")
     rehashed: int = Field(description="content hashes recomputed from the text")
+    retirements_added: int = Field(0, description="retirement ledger rows taken from the file (docs/lifecycle.md)")
+    memories_retired: int = Field(
+        0, description="live memories not added, or retired here, because the ledger retires their text"
+    )
     entity_map: dict[str, str] = Field(description="entities matched under another id: send with later batches")
 
 

@@ -19,6 +19,7 @@ from signet.cli.app import app
 from signet.daemon import unit
 from signet.errors import SignetError
 from signet.harnesses.base import signet_argv
+from signet.harnesses.merge import write_atomic
 from signet.workspace import Workspace
 
 service_app = typer.Typer(
@@ -85,9 +86,7 @@ def install(
     content = unit.render(plat, spec_for(ws))
     old = path.read_bytes() if path.exists() else None
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_bytes(content)
-    tmp.replace(path)
+    write_atomic(path, content, mode=0o644)
     said = "unchanged" if old == content else "updated" if old is not None else "wrote"
     typer.echo(f"{said} {path}")
     if manager:

@@ -300,8 +300,12 @@ def read_bytes(path: Path) -> bytes | None:
         return None
 
 
-def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
-    """Replace ``path`` in one rename, keeping the old file's permission bits."""
+def write_atomic(path: Path, data: bytes, *, mode: int | None = None, durable: bool = False) -> None:
+    """Replace ``path`` in one rename, keeping the old file's permission bits (or ``mode``).
+
+    The temporary file is created 0600 and only then given ``mode``, so a private file is never
+    readable by others on the way. ``durable``: the data and the rename are on disk when this
+    returns (fsync of the file and of its directory), for files that cannot be rebuilt."""
     if mode is None:
         try:
             mode = path.stat().st_mode & 0o777
@@ -311,11 +315,20 @@ def write_atomic(path: Path, data: bytes, *, mode: int | None = None) -> None:
     try:
         with os.fdopen(fd, "wb") as fh:
             fh.write(data)
+            if durable:
+                fh.flush()
+                os.fsync(fh.fileno())
         Path(tmp).chmod(mode)
         Path(tmp).replace(path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    if durable and os.name == "posix":
+        dir_fd = os.open(path.parent, os.O_RDONLY)
+        try:
+            os.fsync(dir_fd)
+        finally:
+            os.close(dir_fd)
 
 
 def _make_parents(path: Path, ledger: Ledger) -> None:

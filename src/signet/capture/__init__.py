@@ -1,0 +1,1 @@
+"""Live transcript capture: follow harness session files as they grow (docs/harnesses.md)."""

@@ -1,0 +1,66 @@
+"""Browser fixtures: Debian's chromium driven by Playwright against a real daemon.
+
+One daemon (seeded through its API, embedder ready) and one browser per module keep each test
+to a few seconds. Every test's page is screenshotted into ``test-artifacts/dashboard/``
+(git-ignored) so a person can look at what the test saw.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("SIGNET_TEST_ARTIFACTS", REPO / "test-artifacts")) / "dashboard"
+
+
+def chromium_path() -> str | None:
+    for name in ("chromium", "chromium-browser", "google-chrome"):
+        found = shutil.which(name)
+        if found:
+            return found
+    return None
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    """A headless chromium, or a skip that says how to install it (the README's test command does)."""
+    exe = chromium_path()
+    if exe is None:
+        pytest.skip("chromium is not installed: apt-get install -y chromium (the README's test command does it)")
+    try:
+        from playwright.sync_api import sync_playwright
+    except ImportError:
+        pytest.skip("playwright is not installed: pip install -e '.[test]'")
+    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's screenshots only
+    pw = sync_playwright().start()
+    try:
+        b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-dev-shm-usage"])
+        try:
+            yield b
+        finally:
+            b.close()
+    finally:
+        pw.stop()
+
+
+def shot(page: Any, name: str) -> Path:
+    """Save a full-page screenshot as a test artifact and return its path."""
+    ARTIFACTS.mkdir(parents=True, exist_ok=True)
+    path = ARTIFACTS / f"{re.sub(r'[^A-Za-z0-9_.-]+', '_', name)}.png"
+    page.screenshot(path=str(path), full_page=True)
+    return path
+
+
+@pytest.hookimpl(wrapper=True, tryfirst=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) -> Any:
+    """Keep each phase's report on the test item, so a fixture can screenshot a failure."""
+    rep = yield
+    setattr(item, f"rep_{rep.when}", rep)
+    return rep

@@ -1,0 +1,59 @@
+"""Knowledge-graph reads (docs/api.md, docs/recall.md#the-knowledge-graph): the entities, aspects
+and attributes of one agent, and an entity expanded to the memories it leads to."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Path, Query
+
+from signet.daemon.deps import RuntimeDep, ScopeDep
+from signet.knowledge import read
+from signet.models import ErrorResponse
+
+router = APIRouter(
+    tags=["knowledge"],
+    responses={403: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
+)
+
+EntityId = Annotated[str, Path(min_length=1, max_length=200)]
+AgentParam = Annotated[str | None, Query(min_length=1, max_length=200, description="unscoped callers only")]
+
+
+@router.get("/api/knowledge/entities", response_model=read.EntityList)
+def list_entities(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    q: Annotated[str | None, Query(max_length=200, description="substring of a name or alias")] = None,
+    kind: Annotated[str | None, Query(max_length=40)] = None,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> read.EntityList:
+    """The agent's entities, most mentioned first."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(lambda c: read.list_entities(c, agent, query=q, kind=kind, limit=limit, offset=offset))
+
+
+@router.get("/api/knowledge/entities/{entity_id}", response_model=read.EntityDetail)
+def get_entity(
+    runtime: RuntimeDep, scope: ScopeDep, entity_id: EntityId, agent_id: AgentParam = None
+) -> read.EntityDetail:
+    """One entity with its aspects, attributes (current and superseded) and related entities."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(lambda c: read.get_entity(c, agent, entity_id))
+
+
+@router.get("/api/knowledge/entities/{entity_id}/expand", response_model=read.Expansion)
+def expand_entity(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    entity_id: EntityId,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 20,
+) -> read.Expansion:
+    """The memories the entity leads to (that the caller may read), newest first, and its neighbours."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(
+        lambda c: read.expand(c, agent, entity_id, scope, limit=limit, decay_rate=runtime.settings.memory.decay_rate)
+    )

@@ -1,0 +1,31 @@
+"""Entity names as the graph keys them: the canonical form of a name and the names a text
+could mention. Shared by the pipeline's graph writes, the knowledge extractor and recall's
+traversal (engines below the services that write the graph), so it lives here, once."""
+
+from __future__ import annotations
+
+import re
+
+_WORD = re.compile(r"[\w][\w.+#-]*", re.UNICODE)
+MAX_NGRAM = 4
+LINKER_CHARS = 4000
+
+
+def canonical(name: str) -> str:
+    return " ".join(name.lower().split()).strip(" .,:;!?\"'")
+
+
+def candidate_names(content: str) -> list[str]:
+    """The names a text could mention: its 1..4-word runs (first 4,000 characters), lower-cased.
+
+    Pure and transaction-free, so the remember path computes it on the request thread
+    (MemoryService.prepare_hooks) instead of on the writer thread, its one serial step.
+    """
+    words = [w.lower().strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
+    grams: set[str] = set()
+    for n in range(1, MAX_NGRAM + 1):
+        for i in range(len(words) - n + 1):
+            g = " ".join(words[i : i + n])
+            if len(g) >= 2:
+                grams.add(g)
+    return sorted(grams)

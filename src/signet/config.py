@@ -91,6 +91,35 @@ class EmbeddingSettings(Section):
         return self
 
 
+class ScoringSettings(Section):
+    """Recall's life stage (signet.search.lifescore): each weight blends its factor in,
+    ``(1 - w) + w · x``; 0 switches the factor off."""
+
+    enabled: bool = Field(True, description="multiply fused scores by each memory's life factors")
+    recency_weight: float = Field(
+        0.0, ge=0.0, le=1.0, description="weight of recency by expiry-class half-life, any query (LoCoMo loses above 0)"
+    )
+    now_recency_weight: float = Field(
+        0.7, ge=0.0, le=1.0, description="weight of recency when the query asks about now (now, currently, still...)"
+    )
+    permanent_half_life_days: float = Field(365.0, gt=0, description="half-life of most memories")
+    temporary_half_life_days: float = Field(30.0, gt=0, description="half-life of episodic and issue memories")
+    strength_weight: float = Field(0.2, ge=0.0, le=1.0, description="weight of max(importance, use by recall)")
+    freshness: bool = Field(True, description="x1.5 within the hour, x1.25 within 6 h, x1.1 within a day")
+    supersede_weight: float = Field(
+        0.5, ge=0.0, le=1.0, description="penalty of a candidate restated by a newer similar candidate"
+    )
+    supersede_similarity: float = Field(
+        0.7, ge=0.0, le=1.0, description="cosine at which two candidates state the same thing"
+    )
+    currentness: Literal["always", "asked", "off"] = Field(
+        "asked",
+        description="when a restated candidate is demoted: always, only when the query asks about now "
+        "(now, currently, still, latest...), or never",
+    )
+    window: int = Field(20, ge=2, le=200, description="best-matching candidates compared for currentness")
+
+
 class SearchSettings(Section):
     alpha: float = Field(0.7, ge=0.0, le=1.0, description="vector weight; 1 - alpha goes to BM25")
     top_k: int = Field(50, ge=1, le=1000, description="candidates taken from each leg before fusion")
@@ -107,21 +136,73 @@ class SearchSettings(Section):
         description="keep an in-memory copy of the keyword index for recall's keyword leg (faster at scale; "
         "about 20 bytes per indexed word occurrence); off: FTS5 answers every query",
     )
+    scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+
+
+HARNESS_CLIS = {"claude-code": "claude", "codex": "codex", "opencode": "opencode"}
+"""The LLM providers that run a harness CLI, and the executable each runs (signet.pipeline.llm.cli)."""
 
 
 class ExtractionSettings(Section):
-    provider: str = Field("ollama", description="ollama, openai, anthropic, none, or a plugin's name")
+    """The LLM the pipeline calls. ``none`` (the default) runs no LLM: jobs wait, visibly, until
+    one is set; a change here is picked up by a running daemon (docs/pipeline.md)."""
+
+    provider: str = Field(
+        "none",
+        description="claude-code, codex, opencode, ollama, openai, anthropic, none (jobs wait), or a plugin's name",
+    )
 
     @field_validator("provider")
     @classmethod
     def _registered(cls, name: str) -> str:
         return plugins.check_provider("LLM", name)
 
-    model: str = "qwen3:4b"
+    model: str | None = Field(
+        None, description="default: the provider's own (ollama qwen3:4b; the harness CLIs: their configured model)"
+    )
+    command: str | None = Field(
+        None,
+        max_length=4096,
+        description="the harness CLI to run (claude, codex, opencode): a name on PATH or an absolute path",
+    )
     endpoint: str | None = None
+
+    @model_validator(mode="after")
+    def _command_is_the_cli(self) -> ExtractionSettings:
+        """``command`` may only name the provider's own CLI (a path to ``claude``, say): agent.yaml
+        can be written through ``POST /api/config``, and a free command line there would let that
+        caller make the daemon run any program."""
+        if self.command is None:
+            return self
+        binary = HARNESS_CLIS.get(self.provider)
+        if binary is None:
+            raise ValueError(f"command is only for the harness CLI providers ({', '.join(sorted(HARNESS_CLIS))})")
+        name = Path(self.command.strip()).name
+        if name.lower().removesuffix(".exe").removesuffix(".cmd") != binary:
+            raise ValueError(
+                f"command must be the {binary!r} executable (a name on PATH or a path ending in /{binary})"
+            )
+        return self
+
     timeout: float = Field(90.0, gt=0, le=3600, description="seconds per LLM call")
     api_key: str | None = None
     max_tokens: int = Field(2048, ge=64, le=65536, alias="maxTokens", description="completion cap per call")
+
+
+class LlmBudget(Section):
+    """Limits on one LLM provider's use, checked before every call: a call over a limit is not
+    made, and the job that wanted it waits for the window to allow it (never counted as a
+    failed attempt). Hours and days are clock windows in UTC. 0 means no limit."""
+
+    calls_per_hour: int = Field(0, ge=0, le=10_000_000, alias="callsPerHour", description="calls per clock hour")
+    calls_per_day: int = Field(0, ge=0, le=100_000_000, alias="callsPerDay", description="calls per UTC day")
+    tokens_per_hour: int = Field(
+        0, ge=0, le=10_000_000_000, alias="tokensPerHour", description="input + output tokens per clock hour"
+    )
+    tokens_per_day: int = Field(
+        0, ge=0, le=100_000_000_000, alias="tokensPerDay", description="input + output tokens per UTC day"
+    )
+    concurrency: int = Field(0, ge=0, le=64, description="calls at once (0: as many as there are callers)")
 
 
 class GraphSettings(Section):
@@ -130,6 +211,33 @@ class GraphSettings(Section):
     legacy_keys = frozenset({"extractionWritesEnabled"})
 
     enabled: bool = True
+
+
+class TraversalSettings(Section):
+    """Graph reads at recall (signet.search.traversal, docs/recall.md): focal entities of the
+    query, walked to their memories, merged with the flat candidates. Read only when
+    ``graph.enabled`` is on too."""
+
+    enabled: bool = Field(
+        False, description="traversal at recall: walk the query's entities to their memories (docs/benchmarks.md: off)"
+    )
+    graph_boost: bool = Field(
+        True, alias="graphBoost", description="when no entity resolves, boost memories of entities a query word names"
+    )
+    timeout_ms: int = Field(
+        50, ge=1, le=10_000, alias="timeoutMs", description="time budget; past it recall uses flat results and says so"
+    )
+    max_focal: int = Field(5, ge=1, le=50, alias="maxFocal", description="focal entities resolved from a query")
+    max_hops: int = Field(1, ge=0, le=3, alias="maxHops", description="hops along entity dependencies")
+    max_branching: int = Field(
+        100, ge=1, le=2000, alias="maxBranching", description="memories (and dependency edges) taken per entity"
+    )
+    boost: float = Field(
+        0.1, ge=0.0, le=1.0, description="score boost of a keyword/vector candidate the graph also reached"
+    )
+    cap: float = Field(
+        0.9, ge=0.0, le=1.0, description="a traversal-only candidate scores at most this share of the best flat one"
+    )
 
 
 class TelemetrySettings(Section):
@@ -205,6 +313,38 @@ _FLAT_REPAIR_KEYS = {
 """The spec's older flat ``pipelineV2`` keys for the nested ``autonomous`` / ``repair`` ones."""
 
 
+class TranscriptExtractionSettings(Section):
+    """How a session transcript is given to the extraction model (docs/pipeline.md).
+
+    ``auto``: the whole transcript in one call when it fits ``contextChars``, else chunks;
+    ``whole``: one call up to ``contextChars`` (chunks beyond); ``chunked``: always chunks of
+    ``chunkChars``. Chunks cover the whole transcript, consecutive ones sharing
+    ``chunkOverlap`` characters of turns, and their facts are deduplicated across chunks."""
+
+    mode: Literal["auto", "whole", "chunked"] = Field(
+        "auto", description="auto: one call when the transcript fits contextChars; whole; chunked"
+    )
+    context_chars: int = Field(
+        12_000,
+        ge=2000,
+        le=4_000_000,
+        alias="contextChars",
+        description="transcript characters one extraction call may carry (raise it for long-context models)",
+    )
+    chunk_chars: int = Field(
+        11_800, ge=1000, le=4_000_000, alias="chunkChars", description="largest chunk of a long transcript"
+    )
+    chunk_overlap: int = Field(
+        1200, ge=0, le=100_000, alias="chunkOverlap", description="characters of turns two consecutive chunks share"
+    )
+
+    @model_validator(mode="after")
+    def _overlap_below_chunk(self) -> TranscriptExtractionSettings:
+        if self.chunk_overlap >= self.chunk_chars // 2:
+            raise ValueError("chunkOverlap must be less than half of chunkChars")
+        return self
+
+
 class PipelineSettings(Section):
     # The spec's prospective hints are not implemented here; their settings are read by nothing.
     # ``telemetryEnabled`` is the spec's switch for sending anonymous events, and nothing is sent
@@ -277,7 +417,21 @@ class PipelineSettings(Section):
         description="characters two consecutive windows of a plain-text document share",
     )
     extraction: ExtractionSettings = Field(default_factory=ExtractionSettings)
+    budgets: dict[str, LlmBudget] = Field(
+        default_factory=dict,
+        description="per LLM provider name: callsPerHour, callsPerDay, tokensPerHour, tokensPerDay, concurrency",
+    )
+    transcripts: TranscriptExtractionSettings = Field(default_factory=TranscriptExtractionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
+    traversal: TraversalSettings = Field(default_factory=TraversalSettings)
+
+    @field_validator("budgets")
+    @classmethod
+    def _budget_providers(cls, budgets: dict[str, LlmBudget]) -> dict[str, LlmBudget]:
+        for name in budgets:  # a misspelt provider name would be a limit that never applies
+            plugins.check_provider("LLM", name)
+        return budgets
+
     autonomous: AutonomousSettings = Field(default_factory=AutonomousSettings)
     repair: RepairSettings = Field(default_factory=RepairSettings)
     telemetry: TelemetrySettings = Field(default_factory=TelemetrySettings)
@@ -301,6 +455,43 @@ class ReinforceSettings(Section):
     )
 
 
+class ConsolidationSettings(Section):
+    """Consolidation (docs/lifecycle.md): tier 1 rules (near duplicates, expired temporaries,
+    stale todos) and, with an LLM provider, tier 2 cluster-and-merge; sources are retired,
+    never deleted, and every run can be undone."""
+
+    schedule: str | None = Field(
+        None, description="run consolidation on this schedule (`every 1d`, a cron line); unset: only by hand"
+    )
+    duplicate_threshold: float = Field(
+        0.95, ge=0.5, le=1.0, description="cosine at or above which two memories are near duplicates (tier 1)"
+    )
+    merge_threshold: float = Field(
+        0.82, ge=0.5, le=1.0, description="cosine at or above which memories form a cluster the LLM may merge (tier 2)"
+    )
+    temporary_days: float = Field(
+        90.0, gt=0, description="an episodic or issue memory unused this long has expired (tier 1)"
+    )
+    todo_days: float = Field(30.0, gt=0, description="a todo unused and unchanged this long is stale (tier 1)")
+    max_clusters: int = Field(10, ge=0, le=200, description="LLM merges planned in one run (tier 2)")
+    max_cluster_size: int = Field(8, ge=2, le=32, description="memories in one LLM merge")
+    scan_limit: int = Field(5000, ge=10, le=100_000, description="newest live memories one run looks at")
+
+    @field_validator("schedule")
+    @classmethod
+    def _schedule(cls, text: str | None) -> str | None:
+        if text is None or not text.strip():
+            return None
+        from signet.errors import InvalidRequest
+        from signet.schedule import parse  # imported here: keeps croniter out of config's import
+
+        try:
+            parse(text)
+        except InvalidRequest as exc:  # a SignetError: pydantic reports a ValueError
+            raise ValueError(str(exc)) from None
+        return text.strip()
+
+
 class SignalsSettings(Section):
     """Signals (docs/lifecycle.md): important new memories shown once to every running session."""
 
@@ -308,6 +499,30 @@ class SignalsSettings(Section):
     min_importance: float = Field(0.9, ge=0.0, le=1.0, description="memories at or above this raise a signal")
     max_age_s: int = Field(300, ge=1, le=30 * 86400, description="older memories never signal (agenr: 300 s)")
     max_per_prompt: int = Field(3, ge=1, le=50, description="signals added to one prompt; the rest wait")
+
+
+class ContinuitySettings(Section):
+    """Session continuity (docs/pipeline.md, docs/harnesses.md): summaries, MEMORY.md, checkpoints."""
+
+    summaries: bool = Field(True, description="queue an LLM session summary at session end and at compaction")
+    summary_max_attempts: int = Field(
+        3, ge=1, le=100, description="attempts of a summary job whose LLM answered badly (no provider never counts)"
+    )
+    synthesis: bool = Field(True, description="regenerate the marked block of MEMORY.md after each session summary")
+    synthesis_max_chars: int = Field(
+        6000, ge=500, le=100_000, description="size budget of the generated MEMORY.md block"
+    )
+    synthesis_summaries: int = Field(5, ge=0, le=50, description="recent session summaries MEMORY.md draws on")
+    synthesis_min_importance: float = Field(
+        0.7, ge=0.0, le=1.0, description="recent memories at or above this go into MEMORY.md"
+    )
+    checkpoint_every_prompts: int = Field(
+        10, ge=0, le=10_000, description="a periodic checkpoint every N prompts of a session (0: none)"
+    )
+    restore_window_hours: float = Field(
+        4.0, ge=0.0, le=720.0, description="session start restores a checkpoint of the same session this recent"
+    )
+    checkpoints_per_session: int = Field(20, ge=1, le=1000, description="checkpoints kept per session (oldest go)")
 
 
 class MemorySettings(Section):
@@ -323,6 +538,8 @@ class MemorySettings(Section):
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, alias="pipelineV2")
     reinforce: ReinforceSettings = Field(default_factory=ReinforceSettings)
     signals: SignalsSettings = Field(default_factory=SignalsSettings)
+    consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
+    continuity: ContinuitySettings = Field(default_factory=ContinuitySettings)
 
 
 _RETENTION_MS = {
@@ -433,6 +650,34 @@ class HooksSettings(Section):
     watch: bool = Field(True, description="watch identity files: regenerate harness files, git auto-commit")
     regenerate_debounce_s: float = Field(2.0, ge=0.0, le=600)
     commit_debounce_s: float = Field(5.0, ge=0.0, le=3600)
+
+
+class CaptureSettings(Section):
+    """Live transcript capture (docs/harnesses.md): the daemon follows these harnesses'
+    session files as they grow. Off until a harness is listed."""
+
+    harnesses: list[Literal["claude-code", "codex", "openclaw"]] = Field(
+        default_factory=list, description="harnesses whose session files the daemon follows ([]: capture is off)"
+    )
+    roots: dict[Literal["claude-code", "codex", "openclaw"], list[str]] = Field(
+        default_factory=dict,
+        description="folders followed per harness, instead of ~/.claude/projects, ~/.codex/sessions, "
+        "~/.openclaw/agents; a file resolving outside its folder is refused",
+    )
+    poll_interval_s: float = Field(
+        5.0, gt=0, le=3600, alias="pollIntervalS", description="full rescan when no file event came for this long"
+    )
+    extract_idle_s: float = Field(
+        60.0, ge=0, le=86_400, alias="extractIdleS", description="queue extraction once a session is quiet this long"
+    )
+    backfill_hours: float = Field(
+        24.0,
+        ge=-1,
+        le=87_600,
+        alias="backfillHours",
+        description="a file first seen that changed longer ago than this is followed from its end "
+        "(-1: read every file from its start; `signet ingest` reads old sessions)",
+    )
 
 
 class RateLimitSettings(Section):
@@ -600,6 +845,7 @@ class Settings(Section):
     retention: RetentionSettings = Field(default_factory=RetentionSettings)
     daemon: DaemonSettings = Field(default_factory=DaemonSettings)
     hooks: HooksSettings = Field(default_factory=HooksSettings)
+    capture: CaptureSettings = Field(default_factory=CaptureSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)

@@ -192,7 +192,9 @@ class RecallRequest(RecallFilters):
     query: Annotated[str, Field(max_length=MAX_QUERY_CHARS)] = Field(
         description="Any text. Quotes, operators and unicode are treated as plain words."
     )
-    limit: Annotated[int, Field(ge=1, le=200)] = 10
+    limit: Annotated[int, Field(ge=1, le=200)] | None = Field(
+        None, description="Most results to return (default: search.default_limit, 10)."
+    )
     alpha: Importance | None = Field(None, description="Vector weight (default from config).")
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     track_access: bool = Field(True, description="Record the access (resets decay).")
@@ -202,7 +204,8 @@ class RecallResult(BaseModel):
     id: str
     content: str
     score: float
-    source: Literal["hybrid", "fts", "vector"]
+    source: Literal["hybrid", "fts", "vector", "graph"]
+    """``graph``: reached only by walking the query's entities (docs/recall.md, knowledge graph)."""
     type: str
     tags: list[str]
     importance: float
@@ -223,6 +226,16 @@ class VectorSearchState(BaseModel):
     model: str | None = None
 
 
+class GraphState(BaseModel):
+    """What the knowledge graph did for a recall (docs/recall.md)."""
+
+    mode: Literal["traversal", "graph_boost", "none"]
+    focal_entities: list[str] = Field(default_factory=list)
+    reached: int = 0
+    degraded: str | None = Field(None, description="why graph results were dropped; flat results stand")
+    took_ms: float = 0.0
+
+
 class RecallResponse(BaseModel):
     query: str
     results: list[RecallResult]
@@ -230,6 +243,7 @@ class RecallResponse(BaseModel):
     method: Literal["hybrid", "fts"]
     vector_search: VectorSearchState
     took_ms: float
+    graph: GraphState | None = Field(None, description="null when graph reads are off")
 
 
 # --- records ------------------------------------------------------------------------------
@@ -525,6 +539,31 @@ class StorageStatus(BaseModel):
     auto_vacuum: str = Field(description="incremental: purged space goes back; none: run signet repair --vacuum")
 
 
+class LlmStatus(BaseModel):
+    """The pipeline's LLM (docs/pipeline.md): which provider, whether its jobs run, and why not."""
+
+    provider: str = Field(description="claude-code, codex, opencode, ollama, openai, anthropic, none, or a plugin's")
+    model: str | None = None
+    state: Literal["running", "waiting", "backoff", "disabled"]
+    reason: str | None = Field(None, description="why jobs do not run now, and how to make them (null: they run)")
+    waiting_for: Literal["waiting_for_provider", "waiting_for_budget"] | None = None
+    waiting_jobs: int = Field(0, description="jobs waiting for a provider or a budget (never counted as failures)")
+    dead_jobs: int = 0
+    budget: dict[str, Any] | None = Field(None, description="use against the provider's limits, when it has any")
+
+
+class CaptureStatus(BaseModel):
+    """Live transcript capture (docs/harnesses.md#live-capture)."""
+
+    harnesses: list[str] = Field(description="harnesses followed (`capture.harnesses`; empty: off)")
+    running: bool
+    files: int = Field(description="session files with a cursor in the database")
+    turns: int = Field(description="turns stored by capture in all")
+    refused: int = Field(description="files refused since the daemon started (outside their root, not regular)")
+    errors: int = Field(description="passes the database refused since the daemon started")
+    last_scan_at: str | None
+
+
 class StatusResponse(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
@@ -537,6 +576,8 @@ class StatusResponse(BaseModel):
     vector_search: VectorSearchState
     keyword_index: KeywordIndexState
     storage: StorageStatus | None = None
+    llm: LlmStatus | None = None
+    capture: CaptureStatus | None = None
     warnings: list[str]
 
 

@@ -14,13 +14,16 @@ from collections.abc import Callable
 from pathlib import Path
 
 from signet.auth.state import AuthState
+from signet.capture.follow import LiveCapture
 from signet.condition import Condition
 from signet.config import Settings
+from signet.continuity.service import ContinuityService
 from signet.documents.connectors import ConnectorService
 from signet.documents.service import DocumentService
 from signet.documents.worker import DocumentWorker
+from signet.embedding.projection import ProjectionService
 from signet.embedding.service import EmbeddingService
-from signet.errors import StorageError
+from signet.errors import ConfigError, StorageError
 from signet.gitsync.sync import GitSync
 from signet.hooks.recovery import recover as recover_transcripts
 from signet.hooks.service import HookService
@@ -28,6 +31,7 @@ from signet.hooks.watcher import IdentityWatcher
 from signet.instance import Instance
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
+from signet.ops.consolidation import Consolidator, pipeline_llm
 from signet.ops.maintenance import Maintenance
 from signet.ops.observe import Observability
 from signet.pipeline.runtime import Pipeline
@@ -89,6 +93,11 @@ class Runtime:
         lock here, so `signet stop` returns only when the memory count is recorded and no
         thread still touches the files."""
         self.pipeline = Pipeline(self.settings.memory.pipeline, self.db, self.service)
+        self.watcher.on_config.append(self.reload_config)  # a new LLM provider or budget applies live
+        self.consolidation = Consolidator(
+            self.service, self.settings.memory.consolidation, lambda: pipeline_llm(self.pipeline)
+        )
+        """Consolidation runs: plan, apply, undo, and the scheduled run (signet.ops.consolidation)."""
         self.documents = DocumentService(self.service, self.settings)
         """Documents (signet.documents): add, list, chunks, delete; its worker ingests them."""
         self.document_worker = DocumentWorker(self.service, self.settings)
@@ -104,11 +113,25 @@ class Runtime:
             pipeline_enabled=self.settings.memory.pipeline.enabled,
             max_attempts=self.settings.memory.pipeline.max_attempts,
         )
+        self.continuity = ContinuityService(
+            self.db,
+            self.settings.memory.continuity,
+            workspace.root,
+            llm_source=lambda: self.pipeline.llm,
+            gate=self._llm_gate,
+            on_unavailable=self.pipeline.supply.mark_down,
+            handoff_summaries=self.settings.memory.pipeline.summarize_handoff,
+            poll_s=self.settings.memory.pipeline.poll_interval_ms / 1000,
+            wait_s=self.settings.memory.pipeline.backoff_max_ms / 1000,
+        )
+        """Session summaries, MEMORY.md synthesis, checkpoints, continuity scores (signet.continuity)."""
+        self.hooks.continuity = self.continuity
         self.auth = AuthState(self.settings, workspace.root, self.db, bind_host)
         """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
         self.maintenance = Maintenance(self)
         """Repairs through the gate, and the worker that plans and runs them (signet.ops.maintenance)."""
         self.observability = Observability(self.settings, self.db, self.service, self.embeddings, self.pipeline)
+        self.projections = ProjectionService(self.db)  # the dashboard's embedding map (umap_cache)
         """Analytics, the telemetry event log and the recall QA ledger (signet.ops.observe)."""
         self.connectors.on_sync.append(self._connector_synced)
         self.secrets = SecretsService(
@@ -118,7 +141,7 @@ class Runtime:
             workspace.root,
         )
         """The encrypted secret store and commands run with secrets (signet.secrets)."""
-        self.tasks = TaskService(self.db, self.settings.tasks, workspace.root)
+        self.tasks = TaskService(self.db, self.settings.tasks, workspace.root, self.secrets.store)
         """Scheduled tasks and their scheduler (signet.tasks)."""
         self.skills = SkillService(workspace.root, self.settings.skills, self.db)
         """Installed skills, their harness links and use counts (signet.skills)."""
@@ -126,7 +149,35 @@ class Runtime:
         """Git sync of the workspace with its remote (signet.gitsync)."""
         self.updates = UpdateService(self.settings.update, workspace.root)
         """Update checks and installs; the scheduled check only with update.checkIntervalHours (signet.updates)."""
+        self.capture = LiveCapture(
+            self.db,
+            self.settings.capture,
+            enqueue=self.settings.memory.pipeline.enabled,
+            max_attempts=self.settings.memory.pipeline.max_attempts,
+        )
+        """Live transcript capture (signet.capture): follows the session files of the harnesses
+        listed in ``capture.harnesses``; idle when none is."""
         self._running = False
+
+    def reload_config(self) -> bool:
+        """agent.yaml changed: apply what a running daemon can change (the pipeline's LLM provider
+        and budgets: jobs waiting for a provider drain at once). Everything else still needs a
+        restart. A file that does not validate is logged and the running settings stay."""
+        try:
+            new = self.workspace.settings()
+        except (ConfigError, OSError) as exc:
+            log.warning("agent.yaml changed but cannot be used, the running settings stay: %s", exc)
+            return False
+        pipe = new.memory.pipeline
+        changed = self.pipeline.reload(pipe.extraction, pipe.budgets)
+        if changed:
+            log.info("agent.yaml reloaded: LLM provider %s", pipe.extraction.provider)
+        return changed
+
+    def _llm_gate(self) -> tuple[str, str] | None:
+        """Whether an LLM call may be made now (the pipeline's provider, health and budget)."""
+        blocked = self.pipeline.supply.blocked()
+        return None if blocked is None else (blocked.status, blocked.reason)
 
     def _connector_synced(self, name: str, error: str | None, queued: int) -> None:
         analytics = self.observability.analytics
@@ -185,10 +236,15 @@ class Runtime:
         self.auth.sync_roster()
         self.pipeline.start()  # releases every lease a previous run left, document jobs' too
         self.document_worker.start()
+        self.capture.start()
         auto = (self.workspace.root, Path.home()) if self.settings.documents.auto_ingest else None
         self.connectors.start(auto_ingest=auto)
-        self.hooks.summarizer = self.pipeline.summarizer()
+        self.continuity.start()
+        # The session summary job upgrades the handoff too; the thread-per-session summarizer
+        # is only for when summaries are off.
+        self.hooks.summarizer = None if self.settings.memory.continuity.summaries else self.pipeline.summarizer()
         self.maintenance.start()
+        self.consolidation.start()
         self.observability.start()
         self.secrets.start()
         self.tasks.start()
@@ -208,12 +264,15 @@ class Runtime:
                 fn(self)
             except Exception:  # one area's failure must not keep the database open
                 log.exception("error while stopping %r", fn)
+        self.consolidation.stop()
         self.maintenance.stop()  # before the workers it repairs and the database it reads
         self.updates.stop()
         self.tasks.stop()  # stops scheduling and kills running tasks before the database closes
         self.secrets.stop()  # kills running commands and records them before the database closes
         self.connectors.stop()
+        self.capture.stop()  # before the pipeline and the database its batches are written to
         self.document_worker.stop()
+        self.continuity.stop()
         self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()

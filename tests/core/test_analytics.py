@@ -255,22 +255,22 @@ def test_memory_safety_counts_forgets_and_recoveries(client: Client) -> None:
 def test_continuity_is_empty_and_well_formed_until_scores_exist(client: Client) -> None:
     rt, api = client()
     assert api.get("/api/analytics/continuity").json() == {
-        "available": False,
+        "available": True,
         "scores": [],
         "summary": {"count": 0, "average": None, "latest": None, "trend": None},
     }
     assert api.get("/api/analytics/continuity/latest").json() == {
-        "available": False,
+        "available": True,
         "scores": [],
         "summary": {"count": 0},
     }
 
-    # Once continuity scoring writes its table (the spec's session_scores), its rows show.
+    # Scores written at session end (signet.continuity: session_scores) show, newest first.
     def write(c: Any) -> None:
-        c.execute("CREATE TABLE session_scores (id TEXT, session_key TEXT, project TEXT, score REAL, created_at TEXT)")
         for i, (proj, score) in enumerate((("web", 0.5), ("web", 0.7), ("api", 0.9), ("web", 0.9))):
             c.execute(
-                "INSERT INTO session_scores VALUES (?, ?, ?, ?, ?)",
+                "INSERT INTO session_scores(id, session_key, project, score, memories_recalled, memories_used,"
+                " novel_context_count, created_at) VALUES (?, ?, ?, ?, 1, 1, 0, ?)",
                 (f"s{i}", f"k{i}", proj, score, f"2026-01-0{i + 1}"),
             )
 
@@ -280,6 +280,10 @@ def test_continuity_is_empty_and_well_formed_until_scores_exist(client: Client) 
     assert out["summary"]["latest"] == 0.9 and out["summary"]["trend"] == pytest.approx(0.4)
     latest = api.get("/api/analytics/continuity/latest").json()["scores"]
     assert {(s["project"], s["score"]) for s in latest} == {("web", 0.9), ("api", 0.9)}
+
+    # A database without the table (an older one opened read-only elsewhere) answers unavailable.
+    rt.db.write(lambda c: c.execute("DROP TABLE session_scores"))
+    assert api.get("/api/analytics/continuity").json()["available"] is False
 
 
 def test_features_reflect_the_configuration(client: Client) -> None:

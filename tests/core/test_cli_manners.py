@@ -372,7 +372,8 @@ def test_docs_cli_claims_only_commands_and_options_that_exist() -> None:
         options: set[str] = set()
         for words in cmds:
             cmd, rest = find(words)
-            assert cmd is not root or words == ["--version"], f"docs/cli.md names a missing command: {words}"
+            # bare `signet` (the menu) and `signet --version` are the root itself
+            assert cmd is not root or words in (["--version"], []), f"docs/cli.md names a missing command: {words}"
             if cmd is root:
                 continue
             documented.add(cmd.name if cmd in root.commands.values() else " ".join(words[: len(words) - len(rest)]))

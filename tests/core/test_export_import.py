@@ -52,6 +52,8 @@ def one_line_error(r: subprocess.CompletedProcess[bytes]) -> str:
 
 def add_graph(conn: Connection, memory_ids: list[str]) -> None:
     """Entities, a relation and mentions, as the pipeline's graph writer leaves them."""
+    # Exactly this graph, not the one the write-time extractor built (signet.knowledge).
+    conn.execute("DELETE FROM entities")
     for eid, name, kind in (("e-alice", "Alice", "person"), ("e-hermes", "hermes", "system")):
         conn.execute(
             "INSERT INTO entities(id, name, entity_type, description, canonical_name, mentions, agent_id,"

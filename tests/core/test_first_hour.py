@@ -274,7 +274,8 @@ def test_doctor_says_when_jobs_wait_for_an_llm(
     assert res.returncode == 0, res.stderr
     out = " ".join(res.stdout.split())
     assert out.startswith("healthy") and "1 jobs pending, none will run" in out
-    assert "provider is 'none'; set it to ollama, openai or anthropic and restart the daemon" in out
+    assert "no LLM provider is configured (memory.pipelineV2.extraction.provider: none)" in out
+    assert "set memory.pipelineV2.extraction.provider in agent.yaml to claude-code, codex or opencode" in out
 
     # A provider that is configured but not there: a fault, with the fix.
     dead = f"http://127.0.0.1:{free_port()}"

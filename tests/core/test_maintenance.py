@@ -88,7 +88,10 @@ def stuck_lease(conn: Any, ids: list[str]) -> None:
 
 
 def stuck_lease_fixed(conn: Any) -> bool:
-    return conn.execute("SELECT status FROM memory_jobs WHERE id = 'stuck-1'").fetchone()[0] == "pending"
+    # Released, it is pending; with no LLM provider (these daemons have none) the worker then
+    # parks it as waiting_for_provider at once.
+    status = conn.execute("SELECT status FROM memory_jobs WHERE id = 'stuck-1'").fetchone()[0]
+    return status in ("pending", "waiting_for_provider")
 
 
 def dead_jobs(conn: Any, ids: list[str]) -> None:

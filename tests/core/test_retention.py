@@ -26,6 +26,8 @@ def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtim
     now = datetime.now(UTC).isoformat()
 
     def graph(conn: Any) -> None:
+        # This test's own graph, not the one the write-time extractor built (signet.knowledge).
+        conn.execute("DELETE FROM entities")
         conn.execute(
             "INSERT INTO entities(id, name, canonical_name, mentions, created_at, updated_at)"
             " VALUES ('e1', 'Zeta', 'zeta', 2, ?, ?)",

@@ -25,6 +25,9 @@ TOOLS = {
     "memory_recover",
     "memory_history",
     "memory_feedback",
+    "knowledge_list_entities",
+    "knowledge_get_entity",
+    "knowledge_expand",
     "secret_list",
     "secret_exec",
 }

@@ -4,8 +4,9 @@
 - OpenAI-compatible: ``POST /v1/chat/completions`` (``choices[0].message.content``), ``GET /v1/models``
 - Anthropic: ``POST /v1/messages`` (``content: [{"type": "text", "text"}]``), ``GET /v1/models``
 
-Tests script the model with two callables: ``extract(text) -> Reply | str`` for extraction
-prompts and ``decide(fact, candidates) -> Reply | str`` for decision prompts (candidates is a
+Every answer reports 100 input and 20 output tokens in its protocol's usage fields (the
+budgets count them). Tests script the model with two callables: ``extract(text) -> Reply |
+str`` for extraction prompts and ``decide(fact, candidates) -> Reply | str`` for decision prompts (candidates is a
 list of (id, content) parsed from the prompt). A :class:`Reply` can be slow (timeouts), an
 HTTP error, or a raw body (malformed JSON). Every request is recorded.
 """
@@ -45,6 +46,12 @@ def parse_decision_prompt(prompt: str) -> tuple[str, list[tuple[str, str]]]:
     return re.sub(r"^\[\w+\] ", "", fact), cands
 
 
+def parse_consolidation_prompt(prompt: str) -> list[tuple[str, str]]:
+    """The (id, content) pairs a consolidation prompt lists."""
+    block = prompt.split("oldest first:\n", 1)[1].split("\n\n", 1)[0]
+    return [(m.group(1), m.group(2)) for m in re.finditer(r"^([0-9a-f-]{36}): (.*)$", block, re.MULTILINE)]
+
+
 def extraction_text(prompt: str) -> str:
     return prompt.split("Text:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
 
@@ -57,6 +64,10 @@ class FakeLLM:
             {"action": "none", "targetId": c[0][0], "confidence": 0.9, "reason": "covered"}
         )
         self.summarize: Callable[[str], Reply | str] = lambda text: "- worked on things"
+        self.synthesize: Callable[[str], Reply | str] = lambda text: "## Now\n- working memory from the fake model"
+        self.consolidate: Callable[[list[tuple[str, str]]], Reply | str] = lambda mems: as_json(
+            {"merge": False, "content": "", "reason": "different things"}
+        )
         self.lock = threading.Lock()
         self._port = port
         self.server: ThreadingHTTPServer | None = None
@@ -154,6 +165,10 @@ class FakeLLM:
             out = self.decide(fact, cands)
         elif "Summarize this coding-agent session" in prompt:
             out = self.summarize(prompt)
+        elif "Write the working memory of an AI coding agent" in prompt:
+            out = self.synthesize(prompt)
+        elif "You consolidate memories" in prompt:
+            out = self.consolidate(parse_consolidation_prompt(prompt))
         else:
             out = Reply(status=400)
         return out if isinstance(out, Reply) else Reply(text=out)
@@ -167,6 +182,8 @@ class FakeLLM:
                 "message": {"role": "assistant", "content": text},
                 "done": True,
                 "done_reason": "stop",
+                "prompt_eval_count": 100,
+                "eval_count": 20,
             }
         if proto == "openai":
             return {
@@ -174,6 +191,7 @@ class FakeLLM:
                 "object": "chat.completion",
                 "model": model,
                 "choices": [{"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}],
+                "usage": {"prompt_tokens": 100, "completion_tokens": 20, "total_tokens": 120},
             }
         return {
             "id": "msg_1",
@@ -182,6 +200,7 @@ class FakeLLM:
             "model": model,
             "content": [{"type": "text", "text": text}],
             "stop_reason": "end_turn",
+            "usage": {"input_tokens": 100, "output_tokens": 20},
         }
 
     def calls(self, kind: str) -> int:

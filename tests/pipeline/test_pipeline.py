@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import time
 from collections.abc import Callable
 from typing import Any
 
@@ -273,15 +274,54 @@ def test_timeout_is_recorded_and_the_job_retries(pipeline_rt: Make, fake_llm: Fa
     assert len(rows(rt, "SELECT id FROM memories WHERE source_type = 'pipeline'")) == 1
 
 
-def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
-    rt, api = pipeline_rt("ollama", embedding="none")
+def wait_status(rt: Runtime, mid: str, status: str, timeout: float = 30.0) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        job = job_of(rt, mid)
+        if job["status"] == status:
+            return job
+        if time.monotonic() > deadline:
+            raise AssertionError(f"job is {job['status']} ({job['error']}), not {status}")
+        time.sleep(0.05)
+
+
+def test_provider_down_jobs_wait_then_drain(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    """An unreachable provider is not a job failure: the job waits, no attempt is spent, and it
+    runs when the provider answers again (the next probe, at most 15 s later)."""
     port = fake_llm.port
-    fake_llm.stop()
+    fake_llm.stop()  # before the daemon's first probe: no kept-alive connection outlives the server
+    rt, api = pipeline_rt("ollama", embedding="none")
+    src = remember(api, SOURCE)
+    job = wait_status(rt, src, "waiting_for_provider")
+    assert job["attempts"] == 0 and rows(rt, "SELECT id FROM llm_calls") == []  # no call against a dead server
+    st = api.get("/api/pipeline/status").json()
+    assert st["state"] == "waiting" and st["waiting_for"] == "waiting_for_provider"
+    assert "ollama is not reachable" in st["reason"] and st["provider"]["healthy"] is False
+    assert st["queue"]["dead"] == 0 and st["queue"]["waiting"] == 1 and st["worker"]["failed"] == 0
+    diag = api.get("/api/diagnostics").json()["domains"]["queue"]
+    assert any("none will run" in f and "not reachable" in f for f in diag["findings"]) and diag["score"] < 1
+    # Remember and recall keep working while the provider is down.
+    hits = api.post("/api/memory/recall", json={"query": "PostgreSQL"}).json()["results"]
+    assert [h["id"] for h in hits] == [src]
+
+    fake_llm._port = port
+    fake_llm.start()
+    fake_llm.extract = lambda text: as_json({"facts": [FACTS[0]], "entities": []})
+    job = wait_status(rt, src, "completed", timeout=40)
+    assert job["attempts"] == 1
+    st = api.get("/api/pipeline/status").json()
+    assert st["state"] == "running" and st["provider"]["healthy"] is True and st["reason"] is None
+
+
+def test_failing_provider_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    """A provider that answers with errors fails the job's attempts, with backoff, into dead."""
+    rt, api = pipeline_rt("ollama", embedding="none")
+    fake_llm.extract = lambda text: Reply(status=500)
     src = remember(api, SOURCE)
     counts = wait_idle(rt)
     assert counts == {"dead": 1}
     job = job_of(rt, src)
-    assert job["attempts"] == 3 and "unreachable" in job["error"]
+    assert job["attempts"] == 3 and "HTTP 500" in job["error"]
     # Three failed calls, spaced by growing backoff (50 ms, 100 ms base steps + jitter).
     stamps = [r[0] for r in rows(rt, "SELECT created_at FROM llm_calls WHERE job_id = ? ORDER BY id", job["id"])]
     assert len(stamps) == 3
@@ -294,19 +334,12 @@ def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: Fa
     outcomes = {r[0] for r in rows(rt, "SELECT outcome FROM llm_calls")}
     assert outcomes == {"failure"}
     st = api.get("/api/pipeline/status").json()
-    assert st["queue"]["dead"] == 1 and st["provider"]["healthy"] is False
-    assert st["state"] in ("degraded", "backoff") and "unreachable" in st["reason"]
+    assert st["queue"]["dead"] == 1 and "HTTP 500" in st["queue"]["last_error"]
     prov = api.get("/api/diagnostics/provider").json()
     assert prov["metrics"]["llm_recent_outcomes"] == {"failure": 3}
     assert any("LLM calls succeeded" in f for f in prov["findings"])
-    assert "unreachable" in st["queue"]["last_error"] and "unreachable" in st["provider"]["error"]
-    # Remember and recall keep working while the provider is down.
-    hits = api.post("/api/memory/recall", json={"query": "PostgreSQL"}).json()["results"]
-    assert [h["id"] for h in hits] == [src]
 
-    # The provider comes back; the operator requeues the dead job and it completes.
-    fake_llm._port = port
-    fake_llm.start()
+    # The provider is fixed; the operator requeues the dead job and it completes.
     fake_llm.extract = lambda text: as_json({"facts": [FACTS[0]], "entities": []})
     listed = api.get("/api/pipeline/jobs", params={"status": "dead"}).json()
     assert listed["total"] == 1 and listed["items"][0]["id"] == job["id"]
@@ -318,6 +351,8 @@ def test_provider_down_backoff_dead_then_requeue(pipeline_rt: Make, fake_llm: Fa
     assert st["state"] == "running" and st["provider"]["healthy"] is True and st["reason"] is None
     assert api.get("/api/pipeline/jobs/nope").status_code == 404
     assert api.post("/api/repair/requeue-dead", json={"limit": 0}).status_code in (400, 422)
+    assert api.get("/api/pipeline/jobs", params={"status": "waiting_for_budget"}).json()["total"] == 0
+    assert api.get("/api/pipeline/jobs", params={"status": "bogus"}).status_code == 422
 
 
 def test_shadow_mode_writes_only_history(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
@@ -488,10 +523,11 @@ def test_provider_none_keeps_memory_working(make_workspace: Callable[..., Any]) 
             mid = remember(api, "The release train leaves every second Thursday")
             hits = api.post("/api/memory/recall", json={"query": "release train"}).json()["results"]
             assert [h["id"] for h in hits] == [mid]
+            wait_status(rt, mid, "waiting_for_provider")
             st = api.get("/api/pipeline/status").json()
             assert st["state"] == "waiting" and "waiting for a provider" in st["reason"]
             assert st["provider"]["name"] == "none" and st["provider"]["healthy"] is False
-            assert st["queue"]["by_status"]["pending"] == 1
+            assert st["queue"]["by_status"]["waiting_for_provider"] == 1 and st["queue"]["by_status"]["pending"] == 0
     finally:
         rt.stop()
 

@@ -3,6 +3,7 @@ parsing, and the providers' handling of bad answers (against the fake server).""
 
 from __future__ import annotations
 
+import itertools
 import json
 
 import pytest
@@ -146,17 +147,23 @@ def test_providers_map_bad_answers_to_errors(fake_llm: FakeLLM, monkeypatch: pyt
     assert summary["last_error"] and "did not answer within 0.5s" in summary["last_error"]
 
 
-def test_transcript_chunking_keeps_turns_whole_and_the_end() -> None:
-    from signet.pipeline.extraction import MAX_CHUNKS, chunk_transcript, merge
+def test_transcript_chunking_keeps_turns_whole_and_covers_all_of_it() -> None:
+    from signet.pipeline.extraction import chunk_transcript, merge
 
     turns = [f"{'user' if i % 2 == 0 else 'assistant'}: turn {i} " + "x" * 900 for i in range(40)]
     text = "\n".join(turns)
     chunks = chunk_transcript(text)
     assert len(chunks) == 4 and all(len(c) <= MAX_INPUT - 200 for c in chunks)
     assert "\n".join(chunks) == text  # nothing lost, every turn whole
-    long = "\n".join(turns * 5)
-    kept = chunk_transcript(long)
-    assert len(kept) == MAX_CHUNKS and kept[-1].endswith(turns[-1])
+    long = "\n".join(turns * 5)  # 200 turns: more than the 8 chunks an earlier version kept
+    every = chunk_transcript(long, overlap=1900)
+    assert len(every) > 8 and every[0].startswith(turns[0]) and every[-1].endswith(turns[-1])
+    assert all(len(c) <= MAX_INPUT - 200 for c in every)
+    for prev, nxt in itertools.pairwise(every):  # consecutive chunks share whole turns
+        shared = prev.splitlines()[-2:]
+        assert nxt.splitlines()[:2] == shared
+    lines = [ln for c in every for ln in c.splitlines()]
+    assert set(lines) == set(long.splitlines())  # no turn left out
     assert chunk_transcript("short") == ["short"]
     a = parse_extraction(
         json.dumps(
@@ -168,6 +175,34 @@ def test_transcript_chunking_keeps_turns_whole_and_the_end() -> None:
             {"facts": [{"content": "the exporter  runs NIGHTLY", "type": "fact", "confidence": 0.8}, {"bad": 1}]}
         )
     )
-    m = merge([a, b], dropped_chunks=2)
+    m = merge([a, b])
     assert len(m.facts) == 1 and m.warnings[0].startswith("chunk 2: facts[1]")
-    assert "the first 2 were skipped" in m.warnings[-1]
+
+
+def test_the_dedupe_pass_merges_rewordings_but_not_different_numbers_or_negations() -> None:
+    from signet.pipeline.extraction import Extraction, Fact, merge
+
+    def part(*facts: tuple[str, float]) -> Extraction:
+        return Extraction(facts=[Fact(text, "fact", conf) for text, conf in facts])
+
+    merged = merge(
+        [
+            part(("The API server listens on port 8080 in production", 0.7), ("The build uses remote caching", 0.9)),
+            part(
+                ("The API server listens on port 8080 in production now", 0.9),  # a rewording: one fact, the surer
+                ("The API server listens on port 9090 in production", 0.9),  # another number: another fact
+                ("The build does not use remote caching", 0.9),  # negated: another fact
+                ("The build doesn't use remote caching", 0.8),  # the same negation reworded: merged
+                ("Chunk 1 decision about the exporter", 0.9),
+                ("Chunk 2 decision about the exporter", 0.9),
+            ),
+        ]
+    )
+    assert [f.content for f in merged.facts] == [
+        "The API server listens on port 8080 in production now",
+        "The build uses remote caching",
+        "The API server listens on port 9090 in production",
+        "The build does not use remote caching",
+        "Chunk 1 decision about the exporter",
+        "Chunk 2 decision about the exporter",
+    ]

@@ -69,6 +69,8 @@ def test_a_plugin_adds_providers_a_harness_and_an_adapter(env: dict[str, str], t
             for text in ("the deploy key lives in the team vault", "lunch is at noon on fridays"):
                 assert c.post("/api/memory/remember", json={"content": text}).status_code == 200
             deadline = time.monotonic() + 60
+            probe = c.get("/api/status")
+            assert "embedding" in probe.json(), probe.text
             while (emb := c.get("/api/status").json()["embedding"])["pending"] or emb["state"] != "ready":
                 assert time.monotonic() < deadline, emb
                 time.sleep(0.1)

@@ -7,7 +7,7 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from signet.errors import InvalidRequest
-from signet.tasks.schedule import MAX_MISSED_COUNTED, parse
+from signet.schedule import MAX_MISSED_COUNTED, parse
 
 NOON = datetime(2026, 1, 1, 12, 0, 0, tzinfo=UTC)
 

@@ -9,9 +9,10 @@ from __future__ import annotations
 import os
 import tempfile
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import yaml
 
@@ -28,11 +29,17 @@ def no_progress(task: str, done: int, total: int) -> None:
 
 @contextmanager
 def bench_runtime(
-    embedding: str = "local", root: Path | None = None, model: str | None = None, vector_cache: Path | None = None
+    embedding: str = "local",
+    root: Path | None = None,
+    model: str | None = None,
+    vector_cache: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Iterator[Runtime]:
     """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given); ``model``
     replaces the provider's default embedding model (to compare models on the same data);
-    ``vector_cache`` is a directory of persistent text → vector caches (signet.bench.vector_cache)."""
+    ``vector_cache`` is a directory of persistent text → vector caches (signet.bench.vector_cache);
+    ``settings`` maps dotted agent.yaml keys to values (``search.scoring.enabled: False``), so an
+    A/B of a setting runs the same code on the same data."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
         ws = Workspace(root if root is not None else Path(tmp) / "ws")
@@ -42,6 +49,12 @@ def bench_runtime(
         data.setdefault("memory", {}).setdefault("pipelineV2", {})["enabled"] = False
         if model is not None:
             data.setdefault("embedding", {})["model"] = model
+        for key, value in (settings or {}).items():
+            *parents, leaf = key.split(".")
+            node = data
+            for part in parents:
+                node = node.setdefault(part, {})
+            node[leaf] = value
         ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
         rt = Runtime(ws).start()
         try:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 import time
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -211,7 +212,8 @@ def run(
     limit_questions: int | None = None,
     progress: Progress = no_progress,
     vector_cache: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
-    with bench_runtime(embedding, model=model, vector_cache=vector_cache) as rt:
+    with bench_runtime(embedding, model=model, vector_cache=vector_cache, settings=settings) as rt:
         return evaluate(conversations, rt, progress=progress)

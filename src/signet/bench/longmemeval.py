@@ -13,6 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import time
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -163,13 +164,14 @@ def run(
     out: Path | None = None,
     progress: Progress = no_progress,
     vector_cache: Path | None = None,
+    settings: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
     items = json.loads(read_text(path))
     if not isinstance(items, list):
         raise ValueError("a LongMemEval file is a JSON list of questions")
     rankings: list[dict[str, Any]] = []
-    with bench_runtime(embedding, model=model, vector_cache=vector_cache) as rt:
+    with bench_runtime(embedding, model=model, vector_cache=vector_cache, settings=settings) as rt:
         report = evaluate(items[:limit], rt, progress=progress, rankings=rankings)
     if out is not None:
         write_rankings(out, rankings)

@@ -28,6 +28,31 @@ VectorCacheOpt = Annotated[
 ]
 """``--vector-cache DIR`` (signet.bench.vector_cache), shared by the benchmarks that embed."""
 
+SetOpt = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--set",
+        metavar="KEY=VALUE",
+        help="An agent.yaml setting for this run, dotted (search.scoring.enabled=false); repeatable: A/B a setting.",
+    ),
+]
+
+
+def settings_of(pairs: list[str] | None) -> dict[str, Any]:
+    """``--set`` pairs as dotted key → value, the value read as YAML (``false``, ``0.3``, ``[a, b]``)."""
+    import yaml
+
+    out: dict[str, Any] = {}
+    for pair in pairs or ():
+        key, sep, value = pair.partition("=")
+        if not sep or not key.strip():
+            raise typer.BadParameter(f"expected KEY=VALUE, got {pair!r}", param_hint="--set")
+        try:
+            out[key.strip()] = yaml.safe_load(value)
+        except yaml.YAMLError as exc:
+            raise typer.BadParameter(f"{key}: not a YAML value: {exc}", param_hint="--set") from exc
+    return out
+
 
 def _print(report: dict[str, Any], as_json: bool) -> None:
     if as_json:
@@ -87,6 +112,7 @@ def locomo_cmd(
     questions: Annotated[int | None, typer.Option(help="Only the first N questions per conversation.")] = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     vector_cache: VectorCacheOpt = None,
+    setting: SetOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LoCoMo: recall@5/10, hit, all, MRR per category, recall latency and ingest time."""
@@ -102,6 +128,7 @@ def locomo_cmd(
                 limit_questions=questions,
                 progress=progress,
                 vector_cache=vector_cache,
+                settings=settings_of(setting),
             )
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LoCoMo file: {exc}", param_hint="PATH") from exc
@@ -123,6 +150,7 @@ def longmemeval_cmd(
         typer.Option(help="Write JSON Lines here: question_id, question_type, ranked_session_ids per question."),
     ] = None,
     vector_cache: VectorCacheOpt = None,
+    setting: SetOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
@@ -138,6 +166,7 @@ def longmemeval_cmd(
                 out=out,
                 progress=progress,
                 vector_cache=vector_cache,
+                settings=settings_of(setting),
             )
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LongMemEval file: {exc}", param_hint="PATH") from exc
@@ -210,6 +239,28 @@ def latency_cmd(
     with _bars() as progress:
         report = latency.run(opts, progress)
     _emit(report, out, as_json, latency.table)
+
+
+@bench_app.command("timeline")
+def timeline_cmd(
+    seed: Annotated[int, typer.Option(help="Seed of the generated store (same seed, same store).")] = 7,
+    people: Annotated[int, typer.Option(min=1, max=30, help="People in the store (6 attributes each).")] = 30,
+    embedding: Annotated[str, typer.Option(help="Embedding provider (local, none, ...).")] = "local",
+    setting: SetOpt = None,
+    out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
+    as_json: Annotated[bool, typer.Option("--json")] = False,
+) -> None:
+    """What is true now: facts stated, restated, changed and recalled over a simulated year; how
+    often the current fact ranks first, with recall's life stage off, on, and each factor removed."""
+    from signet.bench import timeline
+
+    with _bars() as progress:
+        rep = timeline.run(
+            seed=seed, people=people, embedding=embedding, settings=settings_of(setting), progress=progress
+        )
+    if out is not None:
+        out.write_text(json.dumps(rep, indent=2) + "\n")
+    _print(rep, as_json)
 
 
 @bench_app.command("reliability")

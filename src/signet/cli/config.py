@@ -116,10 +116,18 @@ def _format(value: Any) -> str:
     return str(value)
 
 
-def _restart_note() -> None:
+LIVE_KEYS = ("memory.pipelineV2.extraction", "memory.pipelineV2.budgets")
+"""Keys a running daemon applies on its own when agent.yaml changes (its identity watcher)."""
+
+
+def _restart_note(key: str | None = None) -> None:
     ws = Workspace.from_env()
-    if instance.running(ws.daemon_dir) is not None:
-        typer.secho("note: the daemon reads agent.yaml at start: `signet restart` to apply", err=True, fg="yellow")
+    if instance.running(ws.daemon_dir) is None:
+        return
+    if key is not None and key.startswith(LIVE_KEYS) and ws.settings().hooks.watch:
+        typer.echo("the running daemon applies this change by itself (no restart needed)")
+        return
+    typer.secho("note: the daemon reads agent.yaml at start: `signet restart` to apply", err=True, fg="yellow")
 
 
 @config_app.command("get")
@@ -273,7 +281,7 @@ def set_(
         write_atomic(path, text.encode("utf-8"))
         shown = ".".join(c for c, _ in parts)
         typer.echo(f"{shown} = {_inline(candidate) if isinstance(candidate, (dict, list)) else _format(candidate)}")
-        _restart_note()
+        _restart_note(shown)
         return
     assert error is not None
     raise SignetError(f"not set, agent.yaml unchanged: {error.message}")

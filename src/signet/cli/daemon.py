@@ -257,6 +257,7 @@ def status(
         typer.echo(json.dumps(data, indent=2))
         return
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
     t = Table(show_header=False, box=None)
@@ -285,6 +286,18 @@ def status(
         free = f", {st['free_bytes'] / 2**20:.1f} MiB free" if st["free_bytes"] >= 2**20 else ""
         hint = " (signet repair --vacuum gives purged space back)" if st["auto_vacuum"] != "incremental" else ""
         t.add_row("database", f"{st['file_bytes'] / 2**20:.1f} MiB{ratio}{free}{hint}")
+    llm = data.get("llm")
+    if llm:
+        model = f":{llm['model']}" if llm["model"] else ""
+        line = f"{llm['provider']}{model} {llm['state']}"
+        if llm["waiting_jobs"]:
+            line += f", {llm['waiting_jobs']} jobs {llm['waiting_for'] or 'waiting'}"
+        t.add_row("LLM", line)
+        if llm["reason"]:
+            t.add_row("", f"[yellow]{escape(llm['reason'])}[/]")
+        for key, use in (llm.get("budget") or {}).items():
+            if isinstance(use, dict) and use.get("limit"):
+                t.add_row("", f"budget {key.replace('_', ' ')}: {use['used']:,}/{use['limit']:,}")
     for w in data["warnings"]:
         t.add_row("[yellow]warning[/]", w)
     Console().print(t)

@@ -31,6 +31,8 @@ TIMEOUTS = {"session-start": 8.0, "user-prompt-submit": 4.0, "session-end": 25.0
 DEFAULT_TIMEOUT = 8.0
 DEFAULT_BUDGET = 2000
 MAX_STDIN = 50 * 1024 * 1024
+LLM_CALL_ENV = "SIGNET_LLM_CALL"
+"""Set in the environment of a harness CLI Signet runs as its LLM: every hook does nothing."""
 MAX_BODY = 7 * 1024 * 1024
 """Below the daemon's 8 MiB request limit (``signet.daemon.errors.MAX_BODY_BYTES``)."""
 
@@ -337,6 +339,10 @@ def online_text(event: str, resp: dict[str, Any]) -> str:
 
 def run(argv: list[str], stdin: TextIO, stdout: TextIO, stderr: TextIO) -> int:
     args = parse_args(argv)
+    if os.environ.get(LLM_CALL_ENV):
+        # Signet itself runs this harness as its LLM (signet.pipeline.llm.cli): that call is not a
+        # session; recording it would queue extraction of the extraction prompt, and so on.
+        return 0
     root = workspace_root()
     harness = load_harness(args.harness)
     req = harness.parse(args.event, read_payload(stdin))

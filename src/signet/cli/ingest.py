@@ -14,10 +14,10 @@ from signet.cli.app import app
 from signet.cli.client import DaemonClient
 from signet.cli.hook import MAX_BODY
 from signet.errors import SignetError
-from signet.ingest.base import NotText, TranscriptError, file_hash, require_text
+from signet.ingest.base import NotText, Transcript, TranscriptError, file_hash, require_text
 from signet.ingest.detect import all_adapters, detect, get_adapter
 
-SUFFIXES = {".jsonl", ".ndjson", ".md", ".markdown", ".mdx", ".txt", ".text", ".log"}
+SUFFIXES = {".jsonl", ".ndjson", ".md", ".markdown", ".mdx", ".txt", ".text", ".log", ".vscdb"}
 
 
 def collect(paths: list[Path]) -> list[Path]:
@@ -35,15 +35,32 @@ def collect(paths: list[Path]) -> list[Path]:
     return list(out)
 
 
-def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> dict[str, Any]:
-    data = path.read_bytes()
-    require_text(path, data)  # a binary file is never stored, whatever adapter would take it
+def bodies_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> list[dict[str, Any]]:
+    """The request bodies for one file: one transcript, or one per conversation of a store
+    that holds many (a Cursor ``state.vscdb``)."""
     adapter = get_adapter(adapter_name, adapters) if adapter_name else detect(path, adapters)
-    parsed = adapter.parse(path)
+    parse_many = getattr(adapter, "parse_many", None)
+    if getattr(adapter, "binary", False) and callable(parse_many):
+        many: list[Transcript] = parse_many(path)
+        return [_body(f"{path}#{t.session_id}", adapter.name, t, _conversation_hash(t)) for t in many]
+    data = path.read_bytes()
+    require_text(path, data)  # a binary file is never stored, whatever text adapter would take it
+    return [_body(str(path), adapter.name, adapter.parse(path), file_hash(data))]
+
+
+def _conversation_hash(t: Transcript) -> str:
+    """A conversation of a multi-conversation store is skipped when unchanged: its hash is
+    that of its id and turns, not of the whole file (which changes with any conversation)."""
+    data = json.dumps([t.session_id, [x.to_dict() for x in t.turns]], ensure_ascii=False).encode("utf-8")
+    return file_hash(data)
+
+
+def _body(source: str, adapter: str, parsed: Transcript, content_hash: str) -> dict[str, Any]:
+    """``source``: the file, or ``file#conversation`` for one conversation of a store."""
     body = {
-        "path": str(path),
-        "content_hash": file_hash(data),
-        "adapter": adapter.name,
+        "path": source,
+        "content_hash": content_hash,
+        "adapter": adapter,
         "session_id": parsed.session_id,
         "harness": parsed.harness,
         "project": parsed.project,
@@ -51,7 +68,7 @@ def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> 
     }
     size = len(json.dumps(body))
     if size > MAX_BODY:
-        raise TranscriptError(f"{path}: {size / 2**20:.1f} MiB of turns is over the daemon's request limit; split it")
+        raise TranscriptError(f"{source}: {size / 2**20:.1f} MiB of turns is over the daemon's request limit; split it")
     return body
 
 
@@ -59,7 +76,8 @@ def body_for(path: Path, adapter_name: str | None, adapters: dict[str, Any]) -> 
 def ingest(
     paths: Annotated[list[Path], typer.Argument(help="Files or directories to ingest.")],
     adapter: Annotated[
-        str | None, typer.Option(help="Force an adapter (claude-code, codex, openclaw, jsonl, markdown, text).")
+        str | None,
+        typer.Option(help="Force an adapter (claude-code, codex, openclaw, cursor, jsonl, markdown, text)."),
     ] = None,
     project: Annotated[str | None, typer.Option(help="Tag every transcript with this project.")] = None,
 ) -> None:
@@ -81,14 +99,16 @@ def ingest(
         for f in files:
             progress.update(task, description=f.name)
             try:
-                body = body_for(f, adapter, adapters)
-                if project:
-                    body["project"] = project
-                if not body["turns"]:
+                bodies = [b for b in bodies_for(f, adapter, adapters) if b["turns"]]
+                if not bodies:
                     progress.console.print(f"[yellow]empty[/] {f} (no turns found)")
                     skipped += 1
                     continue
-                res = client.post_json("/api/ingest/transcript", body)
+                results = []
+                for body in bodies:
+                    if project:
+                        body["project"] = project
+                    results.append(client.post_json("/api/ingest/transcript", body))
             except NotText as exc:
                 if f in named:  # asked for by name: a failure; found in a directory: passed over
                     progress.console.print(f"[red]failed[/] {exc}")
@@ -105,11 +125,12 @@ def ingest(
                 progress.console.print(f"[red]failed[/] {f}: {exc.message}")
                 failed += 1
             else:
-                if res["status"] == "stored":
-                    stored += 1
-                    turns += int(res["turns"])
-                else:
-                    skipped += 1
+                for res in results:
+                    if res["status"] == "stored":
+                        stored += 1
+                        turns += int(res["turns"])
+                    else:
+                        skipped += 1
             finally:
                 progress.advance(task)
     typer.echo(

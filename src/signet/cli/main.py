@@ -12,8 +12,11 @@ COMMAND_MODULES = [
     "daemon",
     "memory",
     "lifecycle",
+    "consolidate",
+    "evaluate",
     "doctor",
     "ingest",
+    "watch",
     "install",
     "bench",
     "pipeline",
@@ -40,6 +43,14 @@ for _name in COMMAND_MODULES:
 
 
 def run() -> None:
+    import sys
+
+    from signet.cli.ask import interactive
+
+    if len(sys.argv) == 1 and interactive():  # bare `signet` on a terminal: the menu; piped: the help
+        from signet.cli.menu import main
+
+        raise SystemExit(main())
     app()
 
 

@@ -27,11 +27,21 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
         return
     q = st["queue"]["by_status"]
     prov = st["provider"]
-    health = "ok" if prov["healthy"] else f"unreachable ({prov['error']})"
+    health = "ok" if prov["healthy"] else f"not available ({prov['error']})"
     typer.echo(f"pipeline: {st['state']} ({st['mode']} mode)")
     if st["reason"]:
         typer.echo(f"  why: {st['reason']}")
-    typer.echo(f"  provider: {prov['name']} {prov['model']} - {health}")
+    typer.echo(f"  provider: {prov['name']} {prov['model'] or '(its default model)'} - {health}")
+    budget = prov.get("budget") or {}
+    if budget.get("limited"):
+        uses = [
+            f"{k.replace('_', ' ')} {v['used']:,}/{v['limit']:,}"
+            for k, v in budget.items()
+            if isinstance(v, dict) and v.get("limit")
+        ]
+        typer.echo(
+            "  budget: " + ", ".join(uses) + (f"; {budget['refused']} calls refused" if budget["refused"] else "")
+        )
     typer.echo("  jobs: " + ", ".join(f"{k} {v}" for k, v in q.items()))
     if st["queue"]["oldest_pending_age_s"] is not None:
         typer.echo(f"  oldest pending: {st['queue']['oldest_pending_age_s']:.0f}s")
@@ -44,7 +54,10 @@ def status(as_json: Annotated[bool, typer.Option("--json")] = False) -> None:
 @pipeline_app.command("jobs")
 def jobs(
     status: Annotated[
-        str | None, typer.Option("--status", "-s", help="pending, leased, completed, failed, dead")
+        str | None,
+        typer.Option(
+            "--status", "-s", help="pending, leased, waiting_for_provider, waiting_for_budget, completed, failed, dead"
+        ),
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=500)] = 20,
     as_json: Annotated[bool, typer.Option("--json")] = False,

@@ -48,6 +48,12 @@ def add(
     prompt: Annotated[str | None, typer.Option("--prompt", help="The prompt the harness runs.")] = None,
     cwd: Annotated[str | None, typer.Option("--cwd", help="Absolute directory to run in.")] = None,
     timeout: Annotated[float | None, typer.Option("--timeout", help="Seconds before a run is killed.")] = None,
+    secret: Annotated[
+        list[str] | None,
+        typer.Option(
+            "--secret", help="A secret (signet secret put) its runs get as an environment variable (repeatable)."
+        ),
+    ] = None,
     disabled: Annotated[bool, typer.Option("--disabled", help="Save it without scheduling it.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
@@ -64,6 +70,8 @@ def add(
         body["cwd"] = cwd
     if timeout is not None:
         body["timeout_s"] = timeout
+    if secret:
+        body["secrets"] = secret
     task = DaemonClient().post_json("/api/tasks", body)
     _echo(task, as_json, f"added task {task['id']} ({task['name']}), next run {task['next_run_at']}")
 

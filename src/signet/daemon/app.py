@@ -24,14 +24,17 @@ ROUTERS = [
     "health",
     "memory",
     "lifecycle",
+    "consolidation",
     "repair",
     "dashboard",
+    "embeddings",
     "diagnostics",
     "hooks",
     "harnesses",
     "ingest",
     "pipeline",
     "feedback",
+    "knowledge",
     "auth",
     "metrics",
     "docs",
@@ -46,6 +49,7 @@ ROUTERS = [
     "skills",
     "git",
     "update",
+    "continuity",
 ]
 
 

@@ -426,4 +426,8 @@ def revert(edits: list[Edit], ledger: Ledger) -> list[Change]:
 
 
 def now_iso() -> str:
+    """Now, or ``$SOURCE_DATE_EPOCH`` when set (as signet.workspace.setup_time: reproducible setups)."""
+    epoch = os.environ.get("SOURCE_DATE_EPOCH", "").strip()
+    if epoch.isdigit():
+        return datetime.fromtimestamp(int(epoch), UTC).isoformat(timespec="seconds")
     return datetime.now(UTC).isoformat(timespec="seconds")

@@ -56,6 +56,9 @@ class SessionStartResponse(BaseModel):
     sections: list[SectionReport]
     memory_ids: list[str]
     handoff_id: str | None
+    checkpoint_id: str | None = Field(
+        None, description="the checkpoint of this same session restored into `context` (resumed within the window)"
+    )
 
 
 class PromptSubmitRequest(HookRequest):

@@ -49,6 +49,38 @@ from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
 
+
+class ContinuityService(Protocol):
+    """What the hooks tell session continuity (signet.continuity.service, which builds on
+    hooks: a protocol here keeps the two packages from importing each other)."""
+
+    def restore(self, key: str, agent_id: str) -> tuple[Section, str] | None: ...
+    def on_prompt(
+        self, key: str, harness: str, project: str | None, agent_id: str, prompt: str, injected: int
+    ) -> None: ...
+    def on_remember(self, key: str, harness: str, project: str | None, agent_id: str, content: str) -> None: ...
+    def on_pre_compaction(
+        self, conn: Connection, key: str, harness: str, project: str | None, agent_id: str
+    ) -> None: ...
+    def on_compaction_complete(
+        self, conn: Connection, key: str, harness: str, project: str | None, agent_id: str, summary: str
+    ) -> None: ...
+    def on_session_end(
+        self,
+        conn: Connection,
+        key: str,
+        *,
+        session_id: str,
+        harness: str,
+        project: str | None,
+        agent_id: str,
+        turns: list[Turn],
+        handoff: str,
+    ) -> str | None: ...
+    def after_session_end(self, agent_id: str) -> None: ...
+    def notify(self) -> None: ...
+
+
 Summarizer = Callable[[list[Turn]], str | None]
 
 
@@ -117,6 +149,8 @@ class HookService:
         """Attempts each queued extraction job gets (``memory.pipelineV2.maxAttempts``)."""
         self.summarizer: Summarizer | None = None
         """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
+        self.continuity: ContinuityService | None = None
+        """Checkpoints, summaries, scores and MEMORY.md (signet.continuity), set by the runtime."""
         self._llm_down_said = threading.Lock()
         """Taken (never released) by the first summary that finds the LLM not answering: the
         warning is said once per daemon run, atomically, though summaries run on their own threads."""
@@ -146,6 +180,12 @@ class HookService:
                     share=0.25,
                 )
             )
+        checkpoint_id = None
+        if key is not None and self.continuity is not None:
+            restored = self.continuity.restore(key, agent)
+            if restored is not None:  # first: a resumed session needs where it was more than anything
+                sections.insert(0, restored[0])
+                checkpoint_id = restored[1]
         if memories:
             sections.append(Section("memories", "Relevant memories", "\n".join(format_memory(m) for m in memories)))
         out = assemble(sections, budget, header=HEADER)
@@ -166,6 +206,9 @@ class HookService:
             sections=[SectionReport.model_validate(s) for s in out.sections],
             memory_ids=kept,
             handoff_id=handoff["id"] if handoff is not None else None,
+            checkpoint_id=checkpoint_id
+            if any(s["name"] == "checkpoint" and not s["dropped"] for s in out.sections)
+            else None,
         )
 
     def _session_memories(self, req: SessionStartRequest, handoff: Any, scope: ReadScope) -> list[dict[str, Any]]:
@@ -203,6 +246,8 @@ class HookService:
         if key is not None:
             turn = self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent, advance=True))
         out = self._prompt_memories(req, key, turn, scope)
+        if key is not None and self.continuity is not None:
+            self.continuity.on_prompt(key, req.harness, req.project, agent, req.prompt, len(out.memories))
         if key is None or not self.memory.settings.memory.signals.enabled:
             return out
         # Signals: important new memories, given once to each session (its key is the consumer).
@@ -349,9 +394,22 @@ class HookService:
                     },
                     max_attempts=self.max_attempts,
                 )
+            if self.continuity is not None:
+                self.continuity.on_session_end(
+                    conn,
+                    key,
+                    session_id=req.session_id,
+                    harness=req.harness,
+                    project=req.project,
+                    agent_id=agent,
+                    turns=turns,
+                    handoff=handoff,
+                )
             return hid, job
 
         hid, job = self.db.write(write)
+        if self.continuity is not None:
+            self.continuity.after_session_end(agent)
         if self.summarizer is not None:
             self._upgrade_handoff_later(key, turns, req, agent)
         return SessionEndResponse(
@@ -407,13 +465,29 @@ class HookService:
             source_type="hook",
             source_id=req.session_id,
         )
-        return self.memory.remember(body, changed_by=changed_by, scope=scope)
+        saved = self.memory.remember(body, changed_by=changed_by, scope=scope)
+        if req.session_id and self.continuity is not None:  # the session's continuity state
+            owner, agent = owned(req, scope)
+            key = store.session_key(req.harness, req.session_id)
+            self.continuity.on_remember(key, req.harness, owner.project, agent, req.content)
+        return saved
 
     def recall(self, req: HookRecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
         return self.memory.recall(RecallRequest(query=req.query, limit=req.limit), scope=scope)
 
     # -- compaction ------------------------------------------------------------------------
-    def pre_compaction(self, req: PreCompactionRequest) -> PreCompactionResponse:
+    def pre_compaction(self, req: PreCompactionRequest, *, scope: ReadScope = UNSCOPED) -> PreCompactionResponse:
+        if req.session_id and self.continuity is not None:
+            req, agent = owned(req, scope)
+            key = store.session_key(req.harness, req.session_id or "")
+            cont = self.continuity
+
+            def write(conn: Connection) -> None:
+                store.touch_session(conn, key, req.harness, req.project, agent)
+                cont.on_pre_compaction(conn, key, req.harness, req.project, agent)
+
+            self.db.write(write)
+            cont.notify()
         text = PRE_COMPACTION
         if req.custom_instructions:
             text += "\n\nThe user also asked: " + req.custom_instructions.strip()
@@ -441,9 +515,13 @@ class HookService:
         hid = None
         if req.session_id:
             key = store.session_key(req.harness, req.session_id)
-            hid = self.db.write(
-                lambda c: store.upsert_handoff(
-                    c,
+            cont = self.continuity
+
+            def write(conn: Connection) -> str:
+                if cont is not None:
+                    cont.on_compaction_complete(conn, key, req.harness, req.project, agent, req.summary)
+                return store.upsert_handoff(
+                    conn,
                     key,
                     harness=req.harness,
                     project=req.project,
@@ -451,5 +529,6 @@ class HookService:
                     kind="compaction",
                     content=req.summary,
                 )
-            )
+
+            hid = self.db.write(write)
         return CompactionCompleteResponse(memory_id=saved.id, handoff_id=hid)

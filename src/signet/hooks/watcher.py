@@ -4,7 +4,9 @@ A change to an identity file (AGENTS.md, SOUL.md, IDENTITY.md, USER.md, MEMORY.m
 agent's own copy under ``agents/``) regenerates every installed harness's instruction file
 once things are quiet for ``hooks.regenerate_debounce_s`` (2 s). When the workspace is a
 git repository, changed files are committed once quiet for ``hooks.commit_debounce_s``
-(5 s), with the message ``YYYY-MM-DDTHH-MM-SS_auto_<filename>``.
+(5 s), with the message ``YYYY-MM-DDTHH-MM-SS_auto_<filename>``. A change to agent.yaml is
+also told to ``on_config`` (after :data:`CONFIG_DEBOUNCE_S`): the runtime reloads what can
+change while running (the pipeline's LLM provider and budgets).
 
 Debouncing is a deadline that each event pushes back; one thread waits for file events
 (watchfiles) and one fires what is due, so a burst of saves makes one regeneration and
@@ -23,7 +25,7 @@ import logging
 import subprocess
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -36,6 +38,8 @@ from signet.hooks.identity import IDENTITY_FILES
 log = logging.getLogger(__name__)
 
 WATCHED_ROOT_FILES = frozenset({*IDENTITY_FILES, "agent.yaml"})
+CONFIG_DEBOUNCE_S = 0.5
+"""An editor's save is often several writes: agent.yaml is read again once they are over."""
 
 
 def relevant(root: Path, path: Path) -> tuple[bool, bool]:
@@ -65,6 +69,9 @@ class IdentityWatcher:
         self._wake = threading.Event()
         self._regen_due: float | None = None
         self._commit_due: float | None = None
+        self._config_due: float | None = None
+        self.on_config: list[Callable[[], object]] = []
+        """Told (on the watcher's thread) when agent.yaml changed; must not raise."""
         self._changed: list[str] = []
         self._threads: list[threading.Thread] = []
         self._watching_agents = False
@@ -148,6 +155,8 @@ class IdentityWatcher:
                 commit, regen = relevant(self.root, p)
                 if regen:
                     self._regen_due = now + self.settings.regenerate_debounce_s
+                if commit and p == self.root / "agent.yaml":
+                    self._config_due = now + CONFIG_DEBOUNCE_S
                 if commit:
                     rel = str(p.relative_to(self.root))
                     if rel not in self._changed:
@@ -158,21 +167,26 @@ class IdentityWatcher:
     def _fire(self) -> None:
         while not self._stop.is_set():
             with self._lock:
-                dues = [d for d in (self._regen_due, self._commit_due) if d is not None]
+                dues = [d for d in (self._regen_due, self._commit_due, self._config_due) if d is not None]
             timeout = max(min(dues) - time.monotonic(), 0.0) if dues else None
             self._wake.wait(timeout)
             self._wake.clear()
             if self._stop.is_set():
                 return
             now = time.monotonic()
-            regen = commit = False
+            regen = commit = config = False
             files: list[str] = []
             with self._lock:
+                if self._config_due is not None and now >= self._config_due:
+                    config, self._config_due = True, None
                 if self._regen_due is not None and now >= self._regen_due:
                     regen, self._regen_due = True, None
                 if self._commit_due is not None and now >= self._commit_due:
                     commit, self._commit_due = True, None
                     files, self._changed = self._changed, []
+            if config:
+                for fn in self.on_config:
+                    fn()
             if regen:
                 self.regenerate()
             if commit and files:

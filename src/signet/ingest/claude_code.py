@@ -9,6 +9,7 @@ Lines are events: ``{"type": "user"|"assistant", "message": {"role", "content"},
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from signet.ingest.base import Transcript, first_json, harness_transcript, jsonl_records, normalize_time, text_of
 from signet.transcript import Turn
@@ -32,19 +33,34 @@ class ClaudeCodeAdapter:
         turns: list[Turn] = []
         session_id = cwd = None
         for _, rec in jsonl_records(path):
-            session_id = session_id or rec.get("sessionId")
-            cwd = cwd or rec.get("cwd")
-            if rec.get("type") not in ("user", "assistant") or rec.get("isMeta") or rec.get("isSidechain"):
-                continue
-            msg = rec.get("message")
-            if not isinstance(msg, dict):
-                continue
-            role = msg.get("role") or rec.get("type")
-            text = text_of(msg.get("content"), ("text",))
-            if text.startswith("<command-name>") or text.startswith("<local-command-stdout>"):
-                continue
-            turns.append(Turn(str(role), text, normalize_time(rec.get("timestamp"))))
+            sid, where = record_session(rec)
+            session_id, cwd = session_id or sid, cwd or where
+            turn = record_turn(rec)
+            if turn is not None:
+                turns.append(turn)
         return harness_transcript(NAME, turns, session_id, cwd)
+
+
+def record_session(rec: dict[str, Any]) -> tuple[Any, Any]:
+    """(session id, working directory) a line names; every event line carries both."""
+    return rec.get("sessionId"), rec.get("cwd")
+
+
+def record_turn(rec: dict[str, Any]) -> Turn | None:
+    """The turn one line holds, or None (meta, sidechain, command echo, not a message).
+
+    One line at a time, so live capture (signet.capture) reads a growing file the same way
+    ``parse`` reads a whole one."""
+    if rec.get("type") not in ("user", "assistant") or rec.get("isMeta") or rec.get("isSidechain"):
+        return None
+    msg = rec.get("message")
+    if not isinstance(msg, dict):
+        return None
+    role = msg.get("role") or rec.get("type")
+    text = text_of(msg.get("content"), ("text",))
+    if text.startswith("<command-name>") or text.startswith("<local-command-stdout>"):
+        return None
+    return Turn(str(role), text, normalize_time(rec.get("timestamp")))
 
 
 ADAPTER = ClaudeCodeAdapter()

@@ -35,25 +35,43 @@ class CodexAdapter:
         turns: list[Turn] = []
         session_id = cwd = None
         for _, rec in jsonl_records(path):
-            payload: Any = rec.get("payload") if isinstance(rec.get("payload"), dict) else None
-            if rec.get("type") == "session_meta" and payload is not None:
-                session_id = payload.get("id")
-                cwd = payload.get("cwd")
+            sid, where = record_session(rec)
+            if sid is not None and session_id is None:
+                session_id, cwd = sid, where
                 continue
-            if session_id is None and "instructions" in rec and "id" in rec:
-                session_id = rec.get("id")
-                continue
-            item = payload if rec.get("type") == "response_item" else (rec if rec.get("type") == "message" else None)
-            if not isinstance(item, dict) or item.get("type") != "message":
-                continue
-            role = item.get("role")
-            if role not in ("user", "assistant"):
-                continue
-            text = text_of(item.get("content"))
-            if text.startswith(BOILERPLATE):
-                continue
-            turns.append(Turn(role, text, normalize_time(rec.get("timestamp"))))
+            turn = record_turn(rec)
+            if turn is not None:
+                turns.append(turn)
         return harness_transcript(NAME, turns, session_id, cwd)
+
+
+def record_session(rec: dict[str, Any]) -> tuple[Any, Any]:
+    """(session id, working directory) from a ``session_meta`` line (or an old-format first
+    line); (None, None) for any other line."""
+    payload: Any = rec.get("payload") if isinstance(rec.get("payload"), dict) else None
+    if rec.get("type") == "session_meta" and payload is not None:
+        return payload.get("id"), payload.get("cwd")
+    if "instructions" in rec and "id" in rec and "type" not in rec:
+        return rec.get("id"), None
+    return None, None
+
+
+def record_turn(rec: dict[str, Any]) -> Turn | None:
+    """The user or assistant message one line holds, or None (boilerplate, tool calls, events).
+
+    One line at a time, so live capture (signet.capture) reads a growing rollout the same way
+    ``parse`` reads a whole one."""
+    payload: Any = rec.get("payload") if isinstance(rec.get("payload"), dict) else None
+    item = payload if rec.get("type") == "response_item" else (rec if rec.get("type") == "message" else None)
+    if not isinstance(item, dict) or item.get("type") != "message":
+        return None
+    role = item.get("role")
+    if role not in ("user", "assistant"):
+        return None
+    text = text_of(item.get("content"))
+    if text.startswith(BOILERPLATE):
+        return None
+    return Turn(role, text, normalize_time(rec.get("timestamp")))
 
 
 ADAPTER = CodexAdapter()

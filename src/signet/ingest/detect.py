@@ -15,6 +15,7 @@ BUILTIN = {
     "claude-code": "signet.ingest.claude_code",
     "codex": "signet.ingest.codex",
     "openclaw": "signet.ingest.openclaw",
+    "cursor": "signet.ingest.cursor",
     "jsonl": "signet.ingest.jsonl_generic",
     "markdown": "signet.ingest.markdown",
     "text": "signet.ingest.text",

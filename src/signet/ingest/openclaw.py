@@ -9,6 +9,7 @@ assistant text parts are kept.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from signet.ingest.base import Transcript, first_json, harness_transcript, jsonl_records, normalize_time, text_of
 from signet.transcript import Turn
@@ -28,18 +29,36 @@ class OpenClawAdapter:
         turns: list[Turn] = []
         session_id = cwd = None
         for _, rec in jsonl_records(path):
-            if rec.get("type") == "session":
-                session_id, cwd = rec.get("id"), rec.get("cwd")
+            sid, where = record_session(rec)
+            if sid is not None:
+                session_id, cwd = sid, where
                 continue
-            msg = rec.get("message")
-            if rec.get("type") != "message" or not isinstance(msg, dict):
-                continue
-            role = msg.get("role")
-            if role not in ("user", "assistant"):
-                continue
-            ts = normalize_time(rec.get("timestamp")) or normalize_time(msg.get("timestamp"))
-            turns.append(Turn(role, text_of(msg.get("content"), ("text",)), ts))
+            turn = record_turn(rec)
+            if turn is not None:
+                turns.append(turn)
         return harness_transcript(NAME, turns, session_id, cwd)
+
+
+def record_session(rec: dict[str, Any]) -> tuple[Any, Any]:
+    """(session id, working directory) from the ``session`` line; (None, None) otherwise."""
+    if rec.get("type") == "session":
+        return rec.get("id"), rec.get("cwd")
+    return None, None
+
+
+def record_turn(rec: dict[str, Any]) -> Turn | None:
+    """The user or assistant text one ``message`` line holds, or None.
+
+    One line at a time, so live capture (signet.capture) reads a growing file the same way
+    ``parse`` reads a whole one."""
+    msg = rec.get("message")
+    if rec.get("type") != "message" or not isinstance(msg, dict):
+        return None
+    role = msg.get("role")
+    if role not in ("user", "assistant"):
+        return None
+    ts = normalize_time(rec.get("timestamp")) or normalize_time(msg.get("timestamp"))
+    return Turn(role, text_of(msg.get("content"), ("text",)), ts)
 
 
 ADAPTER = OpenClawAdapter()

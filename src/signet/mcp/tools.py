@@ -31,6 +31,7 @@ from pydantic_core import PydanticUndefined
 from signet import __version__
 from signet.errors import InvalidRequest, NotFound, RateLimited, SignetError
 from signet.hooks.models import IdentityName
+from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackRequest, FeedbackResponse
 from signet.models import (
     ForgetRequest,
@@ -206,6 +207,21 @@ async def _feedback(c: AsyncSignetClient, a: dict[str, Any]) -> FeedbackResponse
     return await c.feedback(a["session_id"], ratings=a["ratings"])
 
 
+async def _entities(c: AsyncSignetClient, a: dict[str, Any]) -> EntityList:
+    return await c.knowledge_entities(**given(a, "q", "kind", "limit"))
+
+
+async def _entity(c: AsyncSignetClient, a: dict[str, Any]) -> EntityDetail:
+    return await c.knowledge_entity(a["entity_id"])
+
+
+async def _expand(c: AsyncSignetClient, a: dict[str, Any]) -> Expansion:
+    return await c.knowledge_expand(a["entity_id"], **given(a, "limit"))
+
+
+ENTITY_ID = [param("entity_id", Annotated[str, Field(min_length=1, max_length=200, description="an entity id")])]
+
+
 async def _secret_list(c: AsyncSignetClient, a: dict[str, Any]) -> SecretList:
     return await c.secrets()
 
@@ -302,6 +318,36 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         fields_of(FeedbackRequest, "session_id", "ratings"),
         FeedbackResponse,
         _feedback,
+    )
+    t.add(
+        "knowledge_list_entities",
+        "The people, places, projects, code and other entities your memories name, most mentioned first; "
+        "`q` filters by name or alias.",
+        [
+            param("q", Annotated[str | None, Field(max_length=200, description="part of a name or alias")], None),
+            param("kind", Annotated[str | None, Field(max_length=40, description="person, name, code, ...")], None),
+            param("limit", Annotated[int | None, Field(ge=1, le=500)], None),
+        ],
+        EntityList,
+        _entities,
+        read_only=True,
+    )
+    t.add(
+        "knowledge_get_entity",
+        "One entity: its aspects and their attributes (current and superseded facts) and related entities.",
+        ENTITY_ID,
+        EntityDetail,
+        _entity,
+        read_only=True,
+    )
+    t.add(
+        "knowledge_expand",
+        "The memories an entity leads to (through its current facts and the memories naming it), newest first, "
+        "and its related entities.",
+        [*ENTITY_ID, param("limit", Annotated[int | None, Field(ge=1, le=200)], None)],
+        Expansion,
+        _expand,
+        read_only=True,
     )
     t.add(
         "secret_list",

@@ -94,6 +94,7 @@ class RetentionWorker:
                     )
                 )
                 links = conn.execute(f"DELETE FROM memory_entity_mentions WHERE memory_id IN ({marks})", ids).rowcount
+                conn.execute(f"DELETE FROM entity_attributes WHERE source_memory_id IN ({marks})", ids)  # knowledge
                 orphans = 0
                 for entity_id, n in per_entity:
                     conn.execute("UPDATE entities SET mentions = MAX(mentions - ?, 0) WHERE id = ?", (n, entity_id))

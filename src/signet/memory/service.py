@@ -72,6 +72,7 @@ from signet.models import (
 )
 from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
+from signet.search.traversal import graph_state
 from signet.search.vectors import VectorIndex
 from signet.store import lifecycle, space
 from signet.store.database import Database
@@ -582,7 +583,10 @@ class MemoryService:
             agent_id=req.agent_id,
             scope=scope,
         )
-        out = self.recaller.recall(req.query, flt, limit=req.limit, alpha=req.alpha, min_score=req.min_score)
+        if req.limit is None:  # search.default_limit; hooks (the QA ledger) see the limit applied
+            req = req.model_copy(update={"limit": self.settings.search.default_limit})
+        limit = req.limit or self.settings.search.default_limit
+        out = self.recaller.recall(req.query, flt, limit=limit, alpha=req.alpha, min_score=req.min_score)
         results = [
             RecallResult(
                 **result_fields(h.row),
@@ -602,6 +606,7 @@ class MemoryService:
             method=out.method,
             vector_search=self._vector_state((out.vector_available, out.vector_reason)),
             took_ms=round(out.took_ms, 3),
+            graph=graph_state(out.graph),
         )
         for hook in self.on_recall:
             hook(req, resp, scope)
@@ -1128,6 +1133,7 @@ class MemoryService:
                 metadata={"hard": True, "version": row["version"], **(note or {})},
             )
             conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
+            conn.execute("DELETE FROM entity_attributes WHERE source_memory_id = ?", (memory_id,))  # signet.knowledge
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute(
                 "DELETE FROM embeddings WHERE content_hash = ? AND NOT EXISTS "

@@ -110,17 +110,19 @@ def scan(conn: Connection, model: str, threshold: float, *, limit: int = 5000, s
     clusters: list[Cluster] = []
     for (agent, project), members in groups.items():
         if len(members) > 1:
-            clusters.extend(_cluster(members, threshold, agent, project))
+            clusters.extend(cluster(members, threshold, agent, project))
     clusters.sort(key=lambda c: (-len(c.members), c.survivor))
     return Scan(threshold, len(rows), truncated, clusters)
 
 
-def _rank(r: Any) -> tuple[int, float, int, str, int]:
+def rank(r: Any) -> tuple[int, float, int, str, int]:
     """Survivor order: pinned, important, used, old."""
     return (-int(r["pinned"]), -float(r["importance"]), -int(r["access_count"]), str(r["created_at"]), int(r["seq"]))
 
 
-def _cluster(rows: list[Any], threshold: float, agent: str, project: str | None) -> list[Cluster]:
+def cluster(rows: list[Any], threshold: float, agent: str, project: str | None) -> list[Cluster]:
+    """The near-duplicate clusters of one owner's rows (``id``, ``pinned``, ``importance``,
+    ``access_count``, ``created_at``, ``seq``, ``content``, ``vector``); also used by consolidation."""
     dims = {len(r["vector"]) for r in rows}
     if len(dims) != 1:  # vectors of mixed sizes (a model change mid-way): compare the common size only
         size = max(dims, key=lambda d: sum(1 for r in rows if len(r["vector"]) == d))
@@ -146,14 +148,12 @@ def _cluster(rows: list[Any], threshold: float, agent: str, project: str | None)
     for idx in by_root.values():
         if len(idx) < 2:
             continue
-        idx.sort(key=lambda i: _rank(rows[i]))
+        idx.sort(key=lambda i: rank(rows[i]))
         head = idx[0]
         sims = mat[idx[1:]] @ mat[head]
-        cluster = Cluster(rows[head]["id"], _preview(rows[head]["content"]), agent, project)
+        found = Cluster(rows[head]["id"], _preview(rows[head]["content"]), agent, project)
         for i, s in zip(idx[1:], sims, strict=True):
-            cluster.members.append(
-                Member(rows[i]["id"], float(s), bool(rows[i]["pinned"]), _preview(rows[i]["content"]))
-            )
-        cluster.members.sort(key=lambda m: -m.similarity)
-        out.append(cluster)
+            found.members.append(Member(rows[i]["id"], float(s), bool(rows[i]["pinned"]), _preview(rows[i]["content"])))
+        found.members.sort(key=lambda m: -m.similarity)
+        out.append(found)
     return out

@@ -31,6 +31,7 @@ from typing import Any, Protocol
 from signet.config import Settings
 from signet.embedding.service import EmbeddingService
 from signet.ops import orphans
+from signet.pipeline import queue
 from signet.pipeline.runtime import Pipeline
 from signet.search.vectors import VectorIndex
 from signet.store.database import Database, connect
@@ -103,7 +104,9 @@ def queue_domain(
     d = Domain("queue")
     counts = {r[0]: int(r[1]) for r in conn.execute("SELECT status, COUNT(*) FROM memory_jobs GROUP BY status")}
     total = sum(counts.values())
-    pending, dead = counts.get("pending", 0), counts.get("dead", 0)
+    # Jobs parked for a missing provider or a spent budget are pending work too.
+    pending = counts.get("pending", 0) + sum(counts.get(w, 0) for w in queue.WAITING)
+    dead = counts.get("dead", 0)
     oldest = _scalar(conn, "SELECT MIN(created_at) FROM memory_jobs WHERE status = 'pending'")
     stale_cut = (now - timedelta(milliseconds=lease_timeout_ms)).isoformat()
     stale = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status = 'leased' AND leased_at < ?", stale_cut))
@@ -289,15 +292,28 @@ def provider_domain(conn: Connection, runtime: Sources) -> Domain:
         )
     ext = runtime.settings.memory.pipeline.extraction  # the LLM pipeline: which provider, and why it waits
     waiting = runtime.pipeline.wait_reason()
-    d.metrics["llm"] = {"provider": ext.provider, "model": ext.model, "waiting": waiting}
-    pending = int(_scalar(conn, "SELECT COUNT(*) FROM memory_jobs WHERE status IN ('pending', 'leased')"))
-    if pending and waiting is None:  # jobs that should run: is the provider there? (a cached probe)
+    budget = runtime.pipeline.supply.budget
+    d.metrics["llm"] = {
+        "provider": ext.provider,
+        "model": runtime.pipeline.provider.model or None,
+        "waiting": waiting,
+        "budget": budget.snapshot() if budget is not None and budget.limited else None,
+    }
+    pending = int(
+        _scalar(
+            conn,
+            "SELECT COUNT(*) FROM memory_jobs WHERE status IN"
+            " ('pending', 'leased', 'waiting_for_provider', 'waiting_for_budget')",
+        )
+    )
+    if pending and ext.provider != "none":  # jobs that should run: is the provider there? (a cached probe)
         reachable, why = runtime.pipeline.health()
-        if not reachable:
+        if not reachable:  # configured but away: a fault (provider none is a choice, said by the queue domain)
             d.penalize(
                 0.4,
                 f"LLM provider {ext.provider!r} is unreachable ({why}) and {pending} jobs wait: start it, or fix "
-                "memory.pipelineV2.extraction in agent.yaml (endpoint, model, api_key) and restart the daemon",
+                "memory.pipelineV2.extraction in agent.yaml (endpoint, model, api_key); a running daemon picks "
+                "the change up",
             )
     if _table_exists(conn, "llm_calls"):
         rows = list(
@@ -373,7 +389,14 @@ def diagnose(runtime: Sources, *, integrity: bool = True) -> dict[str, Any]:
     now = datetime.now(UTC)
     lease_ms = runtime.settings.memory.pipeline.lease_timeout_ms
     waiting = runtime.pipeline.wait_reason()
-    fault = runtime.pipeline.provider_error is not None
+    # A configured provider that is unknown or does not answer is a fault; "none" is a choice.
+    configured = runtime.settings.memory.pipeline.extraction.provider != "none"
+    fault = runtime.pipeline.provider_error is not None or (
+        waiting is not None
+        and configured
+        and runtime.pipeline.worker.waiting is not None
+        and runtime.pipeline.worker.waiting.status == queue.WAITING_FOR_PROVIDER
+    )
 
     def read(conn: Connection) -> list[Domain]:
         return [

@@ -24,7 +24,7 @@ from signet.ops.analytics import Analytics, ErrorCode, current_route
 from signet.ops.search_ledger import SearchLedger
 from signet.ops.telemetry import TelemetryLog
 from signet.pipeline import queue
-from signet.pipeline.llm.base import CallOutcome
+from signet.pipeline.llm.base import CallOutcome, LlmUnavailable
 from signet.pipeline.runtime import Pipeline
 from signet.pipeline.worker import LeaseLost
 from signet.store.database import Database
@@ -187,6 +187,8 @@ class Observability:
         warnings = [str(w) for w in (result or {}).get("warnings") or []]
         if isinstance(error, LeaseLost):
             outcome = "lease_lost"
+        elif isinstance(error, LlmUnavailable):  # not a failure: the job waits for its provider or budget
+            outcome = "waiting"
         elif error is not None:
             outcome = "failed"
             a.record_error(

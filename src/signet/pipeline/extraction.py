@@ -3,7 +3,11 @@
 The model's answer is parsed leniently and validated strictly: ``<think>`` blocks are
 dropped, the first JSON object is taken even if wrapped in prose or a code fence, and each
 malformed item becomes a warning while the valid rest is kept. Input is capped at 12,000
-characters with a ``[truncated]`` marker; output at 20 facts and 50 entities.
+characters with a ``[truncated]`` marker (a whole transcript at ``transcripts.contextChars``);
+output at 20 facts and 50 entities per call.
+
+A transcript longer than one call is split by :func:`chunk_transcript` into overlapping chunks
+covering all of it, and :func:`merge` is the dedupe pass over the chunks' facts.
 """
 
 from __future__ import annotations
@@ -62,10 +66,10 @@ class Extraction:
     warnings: list[str] = field(default_factory=list)
 
 
-def cap_input(text: str) -> str:
-    if len(text) <= MAX_INPUT:
+def cap_input(text: str, limit: int = MAX_INPUT) -> str:
+    if len(text) <= limit:
         return text
-    return text[: MAX_INPUT - len(TRUNCATED)] + TRUNCATED
+    return text[: limit - len(TRUNCATED)] + TRUNCATED
 
 
 def strip_think(raw: str) -> str:
@@ -161,56 +165,115 @@ def parse_extraction(raw: str) -> Extraction:
     return validate(data)
 
 
-MAX_CHUNKS = 8
+MAX_MERGED_FACTS = 400
+"""Facts kept from one transcript at most, whatever its number of chunks."""
+MAX_MERGED_ENTITIES = 1000
+NEAR_DUPLICATE = 0.8
+"""Word-set overlap (Jaccard) at which two facts from different chunks say the same thing."""
+
+_WORD = re.compile(r"[^\W_]+", re.UNICODE)
+_NEGATIONS = frozenset({"not", "no", "never", "without", "cannot", "nor"})
+"""Words that negate a statement (contractions are spelt out first: "doesn't" is "does not")."""
 
 
-def chunk_transcript(text: str, size: int = MAX_INPUT - 200, max_chunks: int = MAX_CHUNKS) -> list[str]:
-    """Split a long transcript on line (turn) boundaries into pieces of at most ``size``.
+def chunk_transcript(text: str, size: int = MAX_INPUT - 200, overlap: int = 0) -> list[str]:
+    """Split a long transcript on line (turn) boundaries into pieces of at most ``size``,
+    covering all of it; each piece after the first starts with the last whole lines of the
+    one before, up to ``overlap`` characters, so a fact stated across a boundary is seen whole
+    by one of them (agenr's chunked extraction). A single over-long line is cut.
 
-    A session longer than one prompt is extracted piece by piece instead of losing its
-    end to the 12,000-character cap (agenr's chunked extraction). When even ``max_chunks``
-    pieces are not enough, the *last* ones are kept: the end of a session holds its
-    conclusions. A single over-long line is cut.
+    Every chunk is extracted: the facts of a long session's beginning matter as much as its
+    end's (an earlier version kept only the last 8 chunks).
     """
-    if len(text) <= MAX_INPUT:
+    if len(text) <= size:
         return [text]
-    chunks: list[str] = []
-    cur: list[str] = []
-    used = 0
+    pieces: list[str] = []
     for line in text.splitlines():
         while len(line) > size:
-            if cur:
-                chunks.append("\n".join(cur))
-                cur, used = [], 0
-            chunks.append(line[:size])
+            pieces.append(line[:size])
             line = line[size:]
-        if used + len(line) + 1 > size and cur:
+        pieces.append(line)
+    chunks: list[str] = []
+    cur: list[str] = []
+    used = fresh = 0  # fresh: lines of ``cur`` not carried over from the previous chunk
+    for line in pieces:
+        cost = len(line) + 1
+        if used + cost > size and fresh:
             chunks.append("\n".join(cur))
-            cur, used = [], 0
+            keep: list[str] = []
+            kept = 0
+            for prev in reversed(cur):
+                if kept + len(prev) + 1 > overlap:
+                    break
+                keep.insert(0, prev)
+                kept += len(prev) + 1
+            cur, used, fresh = keep, kept, 0
+        while cur and not fresh and used + cost > size:  # the carried-over lines leave no room
+            used -= len(cur.pop(0)) + 1
         cur.append(line)
-        used += len(line) + 1
-    if cur:
+        used += cost
+        fresh += 1
+    if fresh:
         chunks.append("\n".join(cur))
-    return chunks[-max_chunks:]
+    return chunks
 
 
-def merge(parts: list[Extraction], dropped_chunks: int = 0) -> Extraction:
-    """One extraction from several chunks: facts deduplicated by text, caps applied again."""
+def _words(text: str) -> frozenset[str]:
+    spelt = text.lower().replace("n\u2019t", " not").replace("n't", " not")
+    return frozenset(_WORD.findall(spelt))
+
+
+def same_fact(a: frozenset[str], b: frozenset[str]) -> bool:
+    """Whether two facts' word sets say the same thing: at least :data:`NEAR_DUPLICATE` of
+    their words shared (Jaccard), with the same numbers and both or neither negated. "Port
+    8080" and "port 9090", or "uses X" and "does not use X", are different facts however many
+    other words they share."""
+    if not a or not b:
+        return a == b
+    if {w for w in a if w.isdigit()} != {w for w in b if w.isdigit()}:
+        return False
+    if bool(a & _NEGATIONS) != bool(b & _NEGATIONS):
+        return False
+    return len(a & b) / len(a | b) >= NEAR_DUPLICATE
+
+
+def merge(parts: list[Extraction]) -> Extraction:
+    """One extraction from several chunks: the dedupe pass across chunks.
+
+    Overlapping chunks see the same turns, and a long session restates things: facts that are
+    the same text, or nearly the same words (:func:`same_fact`), are kept once, the more
+    confident (then the longer) version winning; entity triples are kept once per
+    (source, relationship, target), at their highest confidence.
+    """
     out = Extraction()
-    seen: set[str] = set()
+    kept: list[tuple[frozenset[str], Fact]] = []
+    triples: dict[tuple[str, str, str], EntityTriple] = {}
     for i, part in enumerate(parts):
         prefix = f"chunk {i + 1}: " if len(parts) > 1 else ""
         out.warnings.extend(prefix + w for w in part.warnings)
         for f in part.facts:
-            key = " ".join(f.content.lower().split())
-            if key not in seen and len(out.facts) < MAX_FACTS * MAX_CHUNKS:
-                seen.add(key)
-                out.facts.append(f)
-        out.entities.extend(part.entities[: max(0, MAX_ENTITIES * MAX_CHUNKS - len(out.entities))])
-    if dropped_chunks:
-        out.warnings.append(f"transcript longer than {MAX_CHUNKS} chunks: the first {dropped_chunks} were skipped")
+            words = _words(f.content)
+            dup = next((j for j, (w, _) in enumerate(kept) if same_fact(w, words)), None)
+            if dup is None:
+                if len(kept) < MAX_MERGED_FACTS:
+                    kept.append((words, f))
+                continue
+            old = kept[dup][1]
+            if (f.confidence, len(f.content)) > (old.confidence, len(old.content)):
+                kept[dup] = (words, f)
+        for e in part.entities:
+            key = (e.source.lower(), e.relationship.lower(), e.target.lower())
+            if key in triples:
+                if e.confidence > triples[key].confidence:
+                    triples[key] = e
+            elif len(triples) < MAX_MERGED_ENTITIES:
+                triples[key] = e
+    out.facts = [f for _, f in kept]
+    out.entities = list(triples.values())
     return out
 
 
-def extraction_prompt(text: str) -> str:
-    return render("extraction", text=cap_input(text))
+def extraction_prompt(text: str, limit: int = MAX_INPUT) -> str:
+    """The extraction prompt for ``text``, capped at ``limit`` characters (``contextChars``
+    for a whole transcript, :data:`MAX_INPUT` otherwise)."""
+    return render("extraction", text=cap_input(text, limit))

@@ -15,16 +15,9 @@ import uuid
 from collections.abc import Iterable
 
 from signet.pipeline.extraction import EntityTriple
+from signet.search.names import candidate_names, canonical
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
-
-_WORD = re.compile(r"[\w][\w.+#-]*", re.UNICODE)
-MAX_NGRAM = 4
-LINKER_CHARS = 4000
-
-
-def canonical(name: str) -> str:
-    return " ".join(name.lower().split()).strip(" .,:;!?\"'")
 
 
 def upsert_entity(conn: Connection, name: str, agent_id: str) -> str:
@@ -99,22 +92,6 @@ def persist(
                 link(conn, mid, eid, name, conf)
                 links += 1
     return {"entities": len(entities), "relations": relations, "mentions": links}
-
-
-def candidate_names(content: str) -> list[str]:
-    """The names a text could mention: its 1..4-word runs (first 4,000 characters), lower-cased.
-
-    Pure and transaction-free, so the remember path computes it on the request thread
-    (MemoryService.prepare_hooks) instead of on the writer thread, its one serial step.
-    """
-    words = [w.lower().strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
-    grams: set[str] = set()
-    for n in range(1, MAX_NGRAM + 1):
-        for i in range(len(words) - n + 1):
-            g = " ".join(words[i : i + n])
-            if len(g) >= 2:
-                grams.add(g)
-    return sorted(grams)
 
 
 def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, names: list[str] | None = None) -> int:

@@ -1,7 +1,10 @@
 """The durable job queue on ``memory_jobs`` (spec 001 "Job Queue", 004 "Job Queue").
 
 Lifecycle: ``pending`` -> ``leased`` -> ``completed``; a failure goes back to ``pending``
-while attempts remain, else to ``dead``. Every function here takes a connection and is
+while attempts remain, else to ``dead``. A job that needs an LLM which is not there (none
+configured, unreachable) or whose budget is spent waits as ``waiting_for_provider`` /
+``waiting_for_budget`` (:func:`park`, :func:`wait`) and goes back to ``pending`` when it
+can run (:func:`unpark`): waiting never spends an attempt, so it never leads to ``dead``. Every function here takes a connection and is
 meant to run inside ``db.write`` (or, for the stats, ``db.read``): they are short SQL
 statements and never wait on anything else.
 
@@ -23,7 +26,11 @@ from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
 JOB_TYPES = ("extract", "document_ingest")
-LIVE = ("pending", "leased")
+WAITING_FOR_PROVIDER = "waiting_for_provider"
+WAITING_FOR_BUDGET = "waiting_for_budget"
+WAITING = (WAITING_FOR_PROVIDER, WAITING_FOR_BUDGET)
+LIVE = ("pending", "leased", *WAITING)
+STATUSES = ("pending", "leased", *WAITING, "completed", "failed", "dead")
 
 
 @dataclass(frozen=True)
@@ -71,14 +78,15 @@ def enqueue(
         raise ValueError(f"unknown job type {job_type!r}")
     payload = payload or {}
     existing = None
+    live = "('pending', 'leased', 'waiting_for_provider', 'waiting_for_budget')"
     if memory_id is not None:
         existing = conn.execute(
-            "SELECT id FROM memory_jobs WHERE memory_id = ? AND job_type = ? AND status IN ('pending', 'leased')",
+            f"SELECT id FROM memory_jobs WHERE memory_id = ? AND job_type = ? AND status IN {live}",
             (memory_id, job_type),
         ).fetchone()
     elif payload.get("session_key") is not None:
         existing = conn.execute(
-            "SELECT id FROM memory_jobs WHERE memory_id IS NULL AND job_type = ? AND status IN ('pending', 'leased')"
+            f"SELECT id FROM memory_jobs WHERE memory_id IS NULL AND job_type = ? AND status IN {live}"
             " AND json_extract(payload, '$.session_key') = ?",
             (job_type, payload["session_key"]),
         ).fetchone()
@@ -154,6 +162,49 @@ def fail(
     return status
 
 
+def park(conn: Connection, job_types: tuple[str, ...], status: str) -> int:
+    """Every pending job of these types waits as ``status`` (a provider or a budget is missing)."""
+    if status not in WAITING:
+        raise ValueError(f"not a waiting status: {status!r}")
+    marks = ",".join("?" for _ in job_types)
+    return int(
+        conn.execute(
+            f"UPDATE memory_jobs SET status = ?, updated_at = ? WHERE status = 'pending' AND job_type IN ({marks})",
+            (status, now_iso(), *job_types),
+        ).rowcount
+    )
+
+
+def unpark(conn: Connection, job_types: tuple[str, ...]) -> int:
+    """Waiting jobs of these types are pending again: the provider (and its budget) can take them."""
+    marks = ",".join("?" for _ in job_types)
+    return int(
+        conn.execute(
+            "UPDATE memory_jobs SET status = 'pending', updated_at = ?"
+            f" WHERE status IN ('waiting_for_provider', 'waiting_for_budget') AND job_type IN ({marks})",
+            (now_iso(), *job_types),
+        ).rowcount
+    )
+
+
+def wait(conn: Connection, job_id: str, status: str, reason: str, *, attempt: int | None = None) -> bool:
+    """A leased job whose LLM call could not be made (provider gone, budget spent) waits as
+    ``status``; False when the lease was lost (see :func:`complete`).
+
+    The attempt its lease took is given back by raising ``max_attempts`` by one rather than by
+    lowering ``attempts``: the attempt number fences completions, so it only ever grows (as in
+    :func:`requeue_dead`)."""
+    if status not in WAITING:
+        raise ValueError(f"not a waiting status: {status!r}")
+    now = now_iso()
+    cur = conn.execute(
+        "UPDATE memory_jobs SET status = ?, max_attempts = max_attempts + 1, error = ?, leased_at = NULL,"
+        " updated_at = ? WHERE id = ? AND status = 'leased' AND (? IS NULL OR attempts = ?)",
+        (status, reason[:2000], now, job_id, attempt, attempt),
+    )
+    return bool(cur.rowcount)
+
+
 def reap_stale(conn: Connection, lease_timeout_ms: int) -> int:
     """Release leases older than the timeout (a worker died mid-job) back to ``pending``.
 
@@ -211,7 +262,7 @@ def requeue_dead(conn: Connection, *, limit: int = 50, job_id: str | None = None
 
 def stats(conn: Connection) -> dict[str, Any]:
     """Depth by status and by type, oldest pending, dead count: for ``/api/pipeline/status``."""
-    by_status = {s: 0 for s in ("pending", "leased", "completed", "failed", "dead")}
+    by_status = {s: 0 for s in STATUSES}
     by_type: dict[str, dict[str, int]] = {}
     for r in conn.execute("SELECT job_type, status, COUNT(*) FROM memory_jobs GROUP BY job_type, status"):
         by_status[r[1]] = by_status.get(r[1], 0) + int(r[2])
@@ -229,6 +280,7 @@ def stats(conn: Connection) -> dict[str, Any]:
         "by_type": by_type,
         "oldest_pending": oldest,
         "oldest_pending_age_s": age,
+        "waiting": sum(by_status.get(w, 0) for w in WAITING),
         "dead": by_status.get("dead", 0),
         "last_error": last_error[0] if last_error else None,
     }

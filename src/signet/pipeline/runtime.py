@@ -7,33 +7,35 @@ the memory service, and calls :meth:`Pipeline.start` / :meth:`Pipeline.stop`.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from signet import plugins
-from signet.config import PipelineSettings
+from signet.config import ExtractionSettings, LlmBudget, PipelineSettings
+from signet.knowledge import store as knowledge
+from signet.knowledge.extract import extract as extract_mentions
 from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.extraction import cap_input, render, strip_think
-from signet.pipeline.llm.base import LlmProvider, RecordingLlm
+from signet.pipeline.llm.base import LlmProvider, LlmUnavailable
+from signet.pipeline.llm.supply import LlmSupply
 from signet.pipeline.worker import Processor, Worker
+from signet.search.names import candidate_names
 from signet.store.database import Database
 from signet.store.sqlite import Connection
 
 LINK_NAMES = "link_names"
 """Key :meth:`Pipeline.prepare_remember` adds to the memory dict: the entity linker's candidate names."""
+MENTIONS = "mentions"
+"""Key :meth:`Pipeline.prepare_remember` adds: the deterministic extractor's entities (signet.knowledge)."""
 
 if TYPE_CHECKING:
     from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
 
-NOT_EXTRACTED = ("pipeline", "document")
-"""Memory sources no extraction job is queued for: the pipeline's own facts, document chunks."""
-
-HEALTH_TTL = 15.0
+NOT_EXTRACTED = ("pipeline", "document", "consolidation")
+"""Memory sources no extraction job is queued for: the pipeline's own facts, document chunks,
+the merges consolidation writes (signet.ops.consolidation: their sources were extracted)."""
 
 
 class Pipeline:
@@ -45,76 +47,107 @@ class Pipeline:
     def __init__(self, settings: PipelineSettings, db: Database, service: MemoryService) -> None:
         self.db = db
         self.settings = settings
-        self.provider: LlmProvider | None = None
-        self.provider_error: str | None = None
-        name = self.settings.extraction.provider
-        factories = plugins.llm_providers()
-        if name not in factories:
-            self.provider_error = f"unknown LLM provider {name!r} (installed: {', '.join(sorted(factories))})"
-        else:
-            self.provider = plugins.resolve(factories[name]).from_settings(self.settings.extraction)
-        self.llm = RecordingLlm(self.provider, self.settings.extraction, db=db) if self.provider else None
+        self.supply = LlmSupply(settings.extraction, settings.budgets, db)
+        """The provider, its budget and health; swapped live on an agent.yaml change (:meth:`reload`)."""
+        self.llm = self.supply.llm
+        """The one LLM every caller uses (never None: with no provider its calls raise LlmUnavailable)."""
         self.worker = Worker(
-            Processor(service, self.settings, self.llm) if self.llm is not None else None,
+            Processor(service, self.settings, self.llm),
             self.settings,
             db,
-            self.wait_reason(),
+            self.static_wait_reason(),
+            blocked=self.supply.blocked,
+            on_unavailable=self.supply.mark_down,
         )
+        self.supply.on_change.append(self.worker.kick)
         service.prepare_hooks.append(self.prepare_remember)
         service.on_remember_tx.append(self.on_remember)
-        self._health: tuple[float, bool, str | None] | None = None
-        self._health_lock = threading.Lock()
 
-    def wait_reason(self) -> str | None:
+    @property
+    def provider(self) -> LlmProvider:
+        return self.supply.provider
+
+    @property
+    def provider_error(self) -> str | None:
+        return self.supply.provider_error
+
+    def static_wait_reason(self) -> str | None:
+        """Why no worker runs at all, from settings only a restart changes; None when they run."""
         s = self.settings
         if not s.enabled:
             return "the pipeline is disabled (memory.pipelineV2.enabled: false)"
-        if self.provider_error:
-            return f"waiting for a provider: {self.provider_error}"
-        if s.extraction.provider == "none":
-            return (
-                "waiting for a provider: memory.pipelineV2.extraction.provider is 'none'; set it to ollama, "
-                "openai or anthropic and restart the daemon"
-            )
         if s.mutations_frozen:
             return "mutations are frozen (memory.pipelineV2.mutationsFrozen): jobs wait, nothing is extracted"
         if s.workers == 0:
             return "no workers (memory.pipelineV2.workers: 0)"
         return None
 
+    def wait_reason(self) -> str | None:
+        """Why LLM jobs do not run now (as above, or no provider, an unreachable one, a spent
+        budget: :meth:`LlmSupply.blocked`); None when they run."""
+        static = self.static_wait_reason()
+        if static is not None:
+            return static
+        gate = self.supply.blocked()
+        return gate.reason if gate is not None else None
+
+    def reload(self, extraction: ExtractionSettings, budgets: dict[str, LlmBudget]) -> bool:
+        """A changed agent.yaml: the new provider and budgets apply from the next call, and the
+        workers look again at once, so waiting jobs drain without a restart."""
+        self.settings.extraction = extraction  # diagnostics and status read the settings too
+        self.settings.budgets = budgets
+        return self.supply.reload(extraction, budgets)
+
     # -- hooks -----------------------------------------------------------------------------
     def prepare_remember(self, mem: dict[str, Any]) -> None:
         """Before the write is queued, on the caller's thread: the names the entity linker
         will look up (pure work kept off the writer thread)."""
         if self.settings.graph.enabled:
-            mem[LINK_NAMES] = graph.candidate_names(mem["content"])
+            mem[LINK_NAMES] = candidate_names(mem["content"])
+            if not self.llm_builds_graph():
+                mem[MENTIONS] = extract_mentions(mem["content"], mem.get("who"))
+
+    def llm_builds_graph(self) -> bool:
+        """Whether an LLM builds the knowledge graph (extraction on and a provider set): then
+        the deterministic extractor stays out of it, so the graph is one builder's, not two
+        builders' counts of the same names (docs/recall.md#the-knowledge-graph)."""
+        return self.settings.enabled and self.settings.extraction.provider != "none" and self.provider is not None
 
     def on_remember(self, conn: Connection, mem: dict[str, Any]) -> None:
         """Inside the remember transaction: link entities, queue extraction (never for the
         pipeline's own facts, which would loop, nor for document chunks: a document is stored
         as it is written, chunk by chunk, and is searchable without an LLM reading it)."""
         if self.settings.graph.enabled:
-            graph.inline_link(conn, mem["id"], mem["content"], mem.get("agent_id") or "default", mem.get(LINK_NAMES))
+            agent = mem.get("agent_id") or "default"
+            knowledge.record(conn, mem["id"], agent, mem.get(MENTIONS) or [])
+            graph.inline_link(conn, mem["id"], mem["content"], agent, mem.get(LINK_NAMES))
         if self.settings.enabled and mem.get("source_type") not in NOT_EXTRACTED:
             queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
             self.worker.notify()
 
     def summarize(self, turns: list[Turn]) -> str | None:
-        """The handoff summarizer (HookService.summarizer) on the configured provider."""
-        if self.llm is None:
+        """The handoff summarizer (HookService.summarizer) on the configured provider. With
+        ``provider: none`` it is None at once (the last-exchanges handoff stays, nothing to say);
+        while a configured provider cannot be called it raises :class:`LlmUnavailable` without
+        calling it, which the hook service reports once."""
+        if self.settings.extraction.provider == "none":
             return None
+        gate = self.supply.blocked()
+        if gate is not None:
+            raise LlmUnavailable(gate.reason)
         text = "\n".join(f"{t.role}: {t.content}" for t in turns)
         out = self.llm.complete(render("summary", text=cap_input(text)), purpose="summary")
         return strip_think(out) or None
 
     # -- lifecycle -------------------------------------------------------------------------
     def summarizer(self) -> Callable[[list[Turn]], str | None] | None:
-        """The handoff summarizer for the hook service, when a provider is ready for it."""
-        if self.llm is not None and self.settings.summarize_handoff and self.wait_reason() is None:
+        """The handoff summarizer for the hook service (it waits out a missing provider itself)."""
+        if self.settings.summarize_handoff and self.static_wait_reason() is None:
             return self.summarize
         return None
 
     def start(self) -> None:
+        self.supply.load()
         self.worker.start()
 
     def stop(self) -> None:
@@ -122,43 +155,44 @@ class Pipeline:
 
     # -- status ----------------------------------------------------------------------------
     def health(self) -> tuple[bool, str | None]:
-        if self.provider is None:
-            return False, self.provider_error
-        with self._health_lock:
-            cached = self._health
-            if cached is not None and time.monotonic() - cached[0] < HEALTH_TTL:
-                last_ok = self.llm.last_success if self.llm is not None else None
-                if not cached[1] and last_ok is not None and last_ok > cached[0]:
-                    return True, None  # it answered since the failed probe
-                return cached[1], cached[2]
-        ok, why = self.provider.health()
-        with self._health_lock:
-            self._health = (time.monotonic(), ok, why)
-        return ok, why
+        return self.supply.health()
+
+    def brief(self) -> dict[str, Any]:
+        """The LLM part of ``/api/status``: provider, state, why jobs wait, the budget's use."""
+        full = self.status()
+        q = full["queue"]
+        budget = full["provider"]["budget"]
+        return {
+            "provider": full["provider"]["name"],
+            "model": full["provider"]["model"],
+            "state": full["state"],
+            "reason": full["reason"],
+            "waiting_for": full["waiting_for"],
+            "waiting_jobs": q["waiting"],
+            "dead_jobs": q["dead"],
+            "budget": budget if budget is not None and budget["limited"] else None,
+        }
 
     def status(self) -> dict[str, Any]:
         s = self.settings
         stats = self.db.read(queue.stats)
-        healthy, why = self.health() if s.enabled else (False, None)
-        waiting = self.wait_reason()
+        static = self.static_wait_reason()
+        gate = self.supply.blocked() if static is None else None
+        provider = self.supply.status(probe=s.enabled)
         worker = self.worker.snapshot()
-        if waiting is not None:
-            state = "disabled" if not s.enabled else "waiting"
+        waiting = static or (gate.reason if gate is not None else None)
+        if not s.enabled:
+            state = "disabled"
+        elif waiting is not None:
+            state = "waiting"
         elif worker["backoff_s"] > 0:
             state = "backoff"
-        elif not healthy:
-            state = "degraded"
-            waiting = (
-                f"provider unreachable: {why}; jobs are retried with backoff and go dead after "
-                f"{s.max_attempts} attempts (requeue with `signet pipeline requeue`)"
-            )
-        else:
-            state = "running"
-        if state == "backoff":
             waiting = (
                 f"backing off {worker['backoff_s']:.1f}s after {worker['consecutive_failures']} failures: "
                 f"{worker['last_error']}"
             )
+        else:
+            state = "running"
         mode = (
             "disabled"
             if not s.enabled
@@ -183,15 +217,8 @@ class Pipeline:
                 "leaseTimeoutMs": s.lease_timeout_ms,
                 "workers": s.workers,
             },
-            "provider": {
-                "name": s.extraction.provider,
-                "model": s.extraction.model,
-                "endpoint": getattr(self.provider, "endpoint", None),
-                "timeout_s": s.extraction.timeout,
-                "healthy": healthy,
-                "error": why,
-                "calls": self.llm.summary() if self.llm is not None else None,
-            },
+            "waiting_for": gate.status if gate is not None else None,
+            "provider": provider,
             "queue": stats,
             "worker": worker,
         }

@@ -40,7 +40,6 @@ from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.decision import Proposal, decide
 from signet.pipeline.extraction import (
-    MAX_CHUNKS,
     EntityTriple,
     Extraction,
     chunk_transcript,
@@ -48,7 +47,8 @@ from signet.pipeline.extraction import (
     merge,
     parse_extraction,
 )
-from signet.pipeline.llm.base import LlmError, RecordingLlm
+from signet.pipeline.llm.base import LlmBudgetExceeded, LlmError, LlmUnavailable, RecordingLlm
+from signet.pipeline.llm.supply import Blocked
 from signet.pipeline.writes import Source, Writer
 from signet.store.scope import ReadScope
 from signet.store.sqlite import Connection
@@ -56,6 +56,8 @@ from signet.store.sqlite import Connection
 log = logging.getLogger(__name__)
 
 JITTER_MS = 500
+CONTEXT_TURNS = 2
+"""Turns before a job's ``turn_from`` read along with the new ones, for context."""
 EXTRACT_JOBS = ("extract",)
 """The job types this worker leases."""
 
@@ -126,9 +128,15 @@ class Processor:
             return Source("memory", row["id"], row["content"], row["agent_id"], row["project"], memory_id=row["id"])
         key = job.payload.get("session_key")
         if isinstance(key, str) and key:
+            # Live capture queues the turns that arrived since its last job (``turn_from``);
+            # a couple of turns before them come along as context.
+            start = job.payload.get("turn_from")
+            first = max(0, start - CONTEXT_TURNS) if isinstance(start, int) and not isinstance(start, bool) else 0
             turns = self.db.read(
                 lambda c: c.execute(
-                    "SELECT role, content FROM transcript_turns WHERE session_key = ? ORDER BY turn_index", (key,)
+                    "SELECT role, content FROM transcript_turns WHERE session_key = ? AND turn_index >= ?"
+                    " ORDER BY turn_index",
+                    (key, first),
                 ).fetchall()
             )
             if turns:
@@ -151,16 +159,20 @@ class Processor:
         if src.kind != "transcript":
             raw = self.llm.complete(extraction_prompt(src.text), purpose="extraction", job_id=job_id)
             return parse_extraction(raw)
-        # Transcripts longer than one prompt go chunk by chunk (memories and documents are capped).
-        chunks = chunk_transcript(src.text)
-        total = len(chunk_transcript(src.text, max_chunks=10**6)) if len(chunks) == MAX_CHUNKS else len(chunks)
+        # A transcript that fits the model's context goes whole (one call); a longer one chunk by
+        # chunk, all of it, with overlap, then one dedupe pass (memories and documents are capped).
+        cfg = self.settings.transcripts
+        if cfg.mode != "chunked" and len(src.text) <= cfg.context_chars:
+            raw = self.llm.complete(extraction_prompt(src.text, cfg.context_chars), purpose="extraction", job_id=job_id)
+            return parse_extraction(raw)
+        size = cfg.context_chars if cfg.mode == "whole" else min(cfg.chunk_chars, cfg.context_chars)
         parts = []
-        for chunk in chunks:
+        for chunk in chunk_transcript(src.text, size=size, overlap=cfg.chunk_overlap):
             self.db.submit(functools.partial(queue.heartbeat, job_id=job_id))
             parts.append(
-                parse_extraction(self.llm.complete(extraction_prompt(chunk), purpose="extraction", job_id=job_id))
+                parse_extraction(self.llm.complete(extraction_prompt(chunk, size), purpose="extraction", job_id=job_id))
             )
-        return merge(parts, dropped_chunks=total - len(chunks))
+        return merge(parts)
 
     def run(self, job: queue.Job) -> dict[str, Any]:
         """Process ``job`` and complete it; returns the stored result. Raises :class:`LeaseLost`."""
@@ -253,16 +265,37 @@ def _same_source_facts(conn: Connection, ids: list[str], src: Source) -> dict[st
 
 
 class Worker:
-    """Worker threads and the stale-lease reaper. Jobs wait while the pipeline cannot run."""
+    """Worker threads and the stale-lease reaper. Jobs wait while the pipeline cannot run.
+
+    Before each lease a worker asks ``blocked`` whether an LLM call can be made at all (a
+    provider configured and answering, its budget not spent). While it cannot, the pending
+    extract jobs are parked as ``waiting_for_provider`` / ``waiting_for_budget`` and nothing is
+    leased, so no attempt is spent; once it can, they go back to ``pending`` and drain. A job
+    whose call finds the provider gone mid-way (or the budget spent by another caller) waits
+    the same way (:func:`queue.wait`) instead of failing."""
 
     def __init__(
-        self, processor: Processor | None, settings: PipelineSettings, db: Any, wait_reason: str | None
+        self,
+        processor: Processor | None,
+        settings: PipelineSettings,
+        db: Any,
+        wait_reason: str | None,
+        blocked: Callable[[], Blocked | None] | None = None,
+        on_unavailable: Callable[[str], None] | None = None,
     ) -> None:
         self.processor = processor
         self.settings = settings
         self.db = db
         self.wait_reason = wait_reason
-        """Why no job is leased at all (no provider, mutations frozen); None when running."""
+        """Why no job is leased at all (pipeline disabled, mutations frozen, no workers); None when running."""
+        self.blocked = blocked
+        """Asked before each lease: why LLM jobs must wait now (signet.pipeline.llm.supply), or None."""
+        self.on_unavailable = on_unavailable
+        """Told when a call found the provider gone (the supply trusts that over its last probe)."""
+        self.waiting: Blocked | None = None
+        """What the workers last found blocking them; None while they run."""
+        self._parked = True  # a previous run may have left waiting jobs: unpark them once
+        self._kick = threading.Event()
         self._stop = threading.Event()
         self._wake = threading.Event()
         self._threads: list[threading.Thread] = []
@@ -291,6 +324,7 @@ class Worker:
     def stop(self) -> None:
         self._stop.set()
         self._wake.set()
+        self._kick.set()
         for t in self._threads:
             # A worker inside a long LLM call is abandoned (daemon thread): its job stays leased
             # and is released at the next start.
@@ -298,6 +332,34 @@ class Worker:
 
     def notify(self) -> None:
         self._wake.set()
+        if self.waiting is not None:  # a new job while blocked: park it now, not at the next look
+            self._kick.set()
+
+    def kick(self) -> None:
+        """Look again now whether jobs can run (the provider or its budget changed)."""
+        self._kick.set()
+        self._wake.set()
+
+    def _gate(self) -> bool:
+        """True when jobs may be leased; else park the pending ones and sleep until a look again."""
+        gate = self.blocked() if self.blocked is not None else None
+        if gate is None:
+            if self._parked:
+                n = self.db.write(lambda c: queue.unpark(c, EXTRACT_JOBS))
+                if n:
+                    log.info("pipeline: %d waiting jobs are pending again", n)
+                with self._lock:
+                    self._parked, self.waiting = False, None
+            return True
+        n = self.db.write(lambda c: queue.park(c, EXTRACT_JOBS, gate.status))
+        with self._lock:
+            first = self.waiting is None or self.waiting.reason != gate.reason
+            self._parked, self.waiting = True, gate
+        if first:  # said once per reason, not once per job parked
+            log.info("pipeline: jobs are %s (%d parked now): %s", gate.status, n, gate.reason)
+        self._kick.wait(gate.retry_s)
+        self._kick.clear()
+        return False
 
     def _reaper(self) -> None:
         interval = self.settings.reaper_interval_ms / 1000
@@ -320,6 +382,8 @@ class Worker:
         poll = self.settings.poll_interval_ms / 1000
         while not self._stop.is_set():
             try:
+                if not self._gate():
+                    continue
                 # Document jobs have their own worker (signet.documents.worker): they need no LLM.
                 job = self.db.write(lambda c: queue.lease(c, EXTRACT_JOBS))
             except RuntimeError:
@@ -338,6 +402,9 @@ class Worker:
             except LeaseLost as exc:
                 error = exc
                 log.warning("pipeline: %s; this run's graph and completion were rolled back", exc)
+            except LlmUnavailable as exc:  # no call could be made: the job waits, its attempt given back
+                error = exc
+                self._wait(job, exc)
             except (LlmError, PermanentJobError) as exc:
                 error = exc
                 self._failed(job, str(exc), permanent=isinstance(exc, PermanentJobError))
@@ -363,6 +430,20 @@ class Worker:
                     self.backoff_until = time.time() + delay
                 if self._stop.wait(delay):
                     return
+
+    def _wait(self, job: queue.Job, exc: LlmUnavailable) -> None:
+        budget = isinstance(exc, LlmBudgetExceeded)
+        status = queue.WAITING_FOR_BUDGET if budget else queue.WAITING_FOR_PROVIDER
+        if not budget and self.on_unavailable is not None:
+            self.on_unavailable(exc.message)
+        try:
+            waited = self.db.write(lambda c: queue.wait(c, job.id, status, exc.message, attempt=job.attempts))
+        except RuntimeError:
+            return
+        with self._lock:
+            self._parked = True
+        if waited:
+            log.info("pipeline: job %s %s: %s", job.id, status, exc.message)
 
     def _failed(self, job: queue.Job, error: str, *, permanent: bool) -> None:
         try:
@@ -394,4 +475,5 @@ class Worker:
                 "backoff_s": round(until - time.time(), 3) if until and until > time.time() else 0.0,
                 "last_error": self.last_error,
                 "leased_now": list(self.current.values()),
+                "waiting": {"status": self.waiting.status, "reason": self.waiting.reason} if self.waiting else None,
             }

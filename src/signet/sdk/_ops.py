@@ -27,6 +27,7 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
+from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse
 from signet.models import (
     DeleteResponse,
@@ -178,6 +179,38 @@ def list_feedback(
         "/api/feedback",
         parser(FeedbackList),
         params=query(session_id=session_id, memory_id=memory_id, limit=limit),
+    )
+
+
+# --- knowledge graph --------------------------------------------------------------------------
+
+
+def knowledge_entities(
+    *, q: str | None = None, kind: str | None = None, agent_id: str | None = None, limit: int = 50, offset: int = 0
+) -> Call[EntityList]:
+    """The agent's entities, most mentioned first (``GET /api/knowledge/entities``)."""
+    return Call(
+        "GET",
+        "/api/knowledge/entities",
+        parser(EntityList),
+        params=query(q=q, kind=kind, agent_id=agent_id, limit=limit, offset=offset),
+    )
+
+
+def knowledge_entity(entity_id: str, *, agent_id: str | None = None) -> Call[EntityDetail]:
+    """One entity with its aspects, attributes and related entities."""
+    return Call(
+        "GET", f"/api/knowledge/entities/{_id(entity_id)}", parser(EntityDetail), params=query(agent_id=agent_id)
+    )
+
+
+def knowledge_expand(entity_id: str, *, agent_id: str | None = None, limit: int = 20) -> Call[Expansion]:
+    """The memories an entity leads to (the caller may read), newest first, and its neighbours."""
+    return Call(
+        "GET",
+        f"/api/knowledge/entities/{_id(entity_id)}/expand",
+        parser(Expansion),
+        params=query(agent_id=agent_id, limit=limit),
     )
 
 

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any, TypeVar
 
-from signet.config import Settings
+from signet.config import Settings, TraversalSettings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
+from signet.search import lifescore, traversal
 from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
@@ -99,6 +100,8 @@ class Candidate:
     in_fts_pool: bool = False
     in_vector_pool: bool = False
     score: float = 0.0
+    match: float = 0.0
+    """The score before the life stage: how well the memory matches (``min_score`` applies to it)."""
 
 
 @dataclass
@@ -117,6 +120,8 @@ class RecallOutcome:
     vector_available: bool
     vector_reason: str | None
     took_ms: float
+    graph: traversal.Outcome | None = None
+    """What the knowledge graph contributed (signet.search.traversal); None when its reads are off."""
 
 
 class Recaller:
@@ -220,9 +225,17 @@ class Recaller:
             f = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else 0.0
             v = max(c.vector or 0.0, 0.0)
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
+        flat = set(candidates)
+        graph = self._graph(query, flt, where, params, qvec, candidates)
         rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
         self._adjust(query, candidates, rows, window)
-        ranked = sorted((c for c in candidates.values() if c.score >= min_score), key=lambda c: c.score, reverse=True)[
+        self._live(query, candidates, rows, flt, use_vectors, named_time is not None)
+        if graph is not None:
+            for mid, score in traversal.shape(
+                {m: c.score for m, c in candidates.items()}, flat, graph, self._traversal, limit
+            ).items():
+                candidates[mid].score = score
+        ranked = sorted((c for c in candidates.values() if c.match >= min_score), key=lambda c: c.score, reverse=True)[
             :limit
         ]
         hits: list[RecallHit] = []
@@ -231,6 +244,7 @@ class Recaller:
             if row is None:
                 continue
             source = "hybrid" if c.in_fts_pool and c.in_vector_pool else ("fts" if c.in_fts_pool else "vector")
+            source = source if c.memory_id in flat else "graph"
             fts_norm = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else None
             hits.append(RecallHit(row, round(c.score, 6), source, fts_norm, c.vector))
         return RecallOutcome(
@@ -239,7 +253,41 @@ class Recaller:
             vector_available=vec_ok,
             vector_reason=reason,
             took_ms=(time.perf_counter() - started) * 1000,
+            graph=graph,
         )
+
+    @property
+    def _traversal(self) -> TraversalSettings:
+        return self.settings.memory.pipeline.traversal
+
+    def _graph(
+        self,
+        query: str,
+        flt: MemoryFilter,
+        where: str,
+        params: list[Any],
+        qvec: Any,
+        candidates: dict[str, Candidate],
+    ) -> traversal.Outcome | None:
+        """Graph reads (signet.search.traversal), when ``graph.enabled`` and ``traversal.enabled``:
+        the memories the query's entities lead to join ``candidates`` scored
+        ``0.7·cos + 0.3·importance``; :func:`traversal.shape` merges them after the nudges."""
+        cfg = self.settings.memory.pipeline
+        if not (cfg.graph.enabled and cfg.traversal.enabled) or not query.strip():
+            return None
+        agent = flt.agent_id if flt.agent_id is not None else flt.scope.agent_id
+        cosines = (lambda ids: self.index.scores_for(qvec, ids)) if qvec is not None else None
+        out = self.db.read(
+            lambda c: traversal.traverse(
+                c, query, agent_id=agent, where=where, params=params, settings=cfg.traversal, cosines=cosines
+            )
+        )
+        if out.degraded:
+            log.info("recall: %s", out.degraded)
+        for mid, score in out.reached.items():
+            if mid not in candidates:
+                candidates[mid] = Candidate(mid, vector=None, score=score)
+        return out
 
     def _blend_thread_context(self, qvec: Any, candidates: dict[str, Candidate]) -> None:
         """Each candidate's cosine judged with its thread neighbours too (signet.search.neighbours)."""
@@ -250,6 +298,31 @@ class Recaller:
         neighbours = self.db.read(lambda c: thread_neighbours(c, ids))
         for mid, sim in context_cosines(qvec, cosines, neighbours, self.index).items():
             candidates[mid].vector = sim
+
+    def _live(
+        self,
+        query: str,
+        candidates: dict[str, Candidate],
+        rows: dict[str, Any],
+        flt: MemoryFilter,
+        vectors: bool,
+        names_time: bool,
+    ) -> None:
+        """The life stage (signet.search.lifescore): recency, strength, freshness, currentness."""
+        for c in candidates.values():
+            c.match = c.score
+        scores = {mid: c.score for mid, c in candidates.items()}
+        lifescore.apply(
+            scores,
+            rows,
+            self.settings.search.scoring,
+            query=query,
+            until=flt.until,
+            names_time=names_time,
+            vectors_for=self.index.vectors_for if vectors else None,
+        )
+        for mid, score in scores.items():
+            candidates[mid].score = score
 
     @staticmethod
     def _adjust(

@@ -87,16 +87,11 @@ class Redactor:
                 at = data.find(pattern, at + 1)
         return spans
 
-    def bytes(self, data: bytes, *, limit: int | None = None) -> tuple[bytes, int]:
-        """``data`` with every form masked as ``[REDACTED:NAME]``, and how many runs were masked.
+    def spans(self, data: bytes) -> list[tuple[int, int, frozenset[str]]]:
+        """The runs of ``data`` to mask, in order and disjoint: (start, end, secret names).
 
         Forms are found as they are and with line breaks anywhere inside them (``base64`` wraps
-        its output every 76 characters; a masked run then takes the breaks with it).
-
-        ``limit``: keep only what starts before this offset (a masked run that starts before it
-        is kept whole, as its mask). ``data`` must then extend at least :attr:`margin` bytes
-        past ``limit`` when the output was cut: a value cut off at the very end of ``data`` is
-        then past ``limit`` and dropped, never shown in part."""
+        its output every 76 characters; a masked run then takes the breaks with it)."""
         spans = self._occurrences(data)
         if b"\n" in data or b"\r" in data:
             unbroken = self._occurrences(data.translate(None, b"\r\n"))
@@ -111,6 +106,17 @@ class Redactor:
                 merged[-1] = (last[0], max(last[1], end), last[2] | names)
             else:
                 merged.append((start, end, names))
+        return merged
+
+    def bytes(self, data: bytes, *, limit: int | None = None) -> tuple[bytes, int]:
+        """``data`` with every form masked as ``[REDACTED:NAME]`` (:meth:`spans`), and how many
+        runs were masked.
+
+        ``limit``: keep only what starts before this offset (a masked run that starts before it
+        is kept whole, as its mask). ``data`` must then extend at least :attr:`margin` bytes
+        past ``limit`` when the output was cut: a value cut off at the very end of ``data`` is
+        then past ``limit`` and dropped, never shown in part."""
+        merged = self.spans(data)
         end_at = len(data) if limit is None else min(limit, len(data))
         out = bytearray()
         pos = 0

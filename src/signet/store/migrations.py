@@ -19,18 +19,24 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 
 from signet.store.schema_auth import AUTH_SCHEMA
+from signet.store.schema_capture import CAPTURE_SCHEMA
+from signet.store.schema_consolidation import CONSOLIDATION_SCHEMA
+from signet.store.schema_continuity import CONTINUITY_SCHEMA
 from signet.store.schema_documents import DOCUMENTS_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
+from signet.store.schema_knowledge import KNOWLEDGE_SCHEMA
 from signet.store.schema_lifecycle import LIFECYCLE_SCHEMA
+from signet.store.schema_llm_usage import LLM_USAGE_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
 from signet.store.schema_repair import REPAIR_AUDIT_SCHEMA
 from signet.store.schema_secrets import SECRETS_SCHEMA
 from signet.store.schema_signals import SIGNALS_SCHEMA
 from signet.store.schema_skills import SKILLS_SCHEMA
-from signet.store.schema_tasks import TASKS_SCHEMA
+from signet.store.schema_tasks import TASK_SECRETS_SCHEMA, TASKS_SCHEMA
 from signet.store.schema_telemetry import TELEMETRY_SCHEMA
+from signet.store.schema_umap import UMAP_CACHE_SCHEMA
 from signet.store.sqlite import Connection, sqlite3
 from signet.store.thread_context import CONTENTLESS_SCHEMA, CONTEXT_SCHEMA_V7, KEYWORD_LOG_SCHEMA, RECALL_SCHEMA
 
@@ -305,6 +311,13 @@ MIGRATIONS: list[Migration] = [
     Migration(20, "skill_meta", SKILLS_SCHEMA),
     Migration(21, "lifecycle", LIFECYCLE_SCHEMA),
     Migration(22, "signals", SIGNALS_SCHEMA),
+    Migration(23, "knowledge_graph", KNOWLEDGE_SCHEMA),
+    Migration(24, "consolidation", CONSOLIDATION_SCHEMA),
+    Migration(25, "llm_usage", LLM_USAGE_SCHEMA),
+    Migration(26, "session_continuity", CONTINUITY_SCHEMA),
+    Migration(27, "umap_cache", UMAP_CACHE_SCHEMA),
+    Migration(28, "live_capture", CAPTURE_SCHEMA),
+    Migration(29, "task_secrets", TASK_SECRETS_SCHEMA),
 ]
 
 BOOKKEEPING = """

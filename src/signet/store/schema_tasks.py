@@ -1,4 +1,5 @@
-"""Scheduled tasks (migration 19): the tasks and their run history (signet.tasks)."""
+"""Scheduled tasks (migration 19): the tasks and their run history (signet.tasks); migration
+29: the secrets each task names."""
 
 from __future__ import annotations
 
@@ -33,3 +34,9 @@ CREATE TABLE IF NOT EXISTS task_runs (
 );
 CREATE INDEX IF NOT EXISTS idx_task_runs_task ON task_runs(task_id, seq);
 """
+
+TASK_SECRETS_SCHEMA = """
+ALTER TABLE tasks ADD COLUMN secrets TEXT NOT NULL DEFAULT '[]';
+"""
+"""Migration 29: the names of the secrets a task's runs get in their environment (a JSON list;
+values stay in the secret store)."""

@@ -58,7 +58,13 @@ def record_injections(conn: Connection, key: str, memory_ids: list[str], turn: i
 def store_transcript(
     conn: Connection, key: str, turns: list[Turn], *, harness: str, project: str | None, agent_id: str
 ) -> None:
-    """Replace a session's turns and its ``session_transcripts`` row (idempotent per session)."""
+    """Replace a session's turns and its ``session_transcripts`` row (idempotent per session).
+
+    A session that live capture follows (``capture_cursors``, signet.capture) keeps the turns
+    captured from its file: they are the file's own, complete, while a session-end hook's copy
+    may be cut to fit a request; anything the file holds beyond them is captured from it."""
+    if conn.execute("SELECT 1 FROM capture_cursors WHERE session_key = ? LIMIT 1", (key,)).fetchone() is not None:
+        return
     conn.execute("DELETE FROM transcript_turns WHERE session_key = ?", (key,))
     conn.executemany(
         "INSERT INTO transcript_turns(session_key, turn_index, role, content, created_at) VALUES (?, ?, ?, ?, ?)",
@@ -146,7 +152,8 @@ def enqueue_extraction(conn: Connection, payload: dict[str, Any], *, max_attempt
     key = payload.get("session_key")
     if key is not None:
         row = conn.execute(
-            "SELECT id FROM memory_jobs WHERE job_type = 'extract' AND status = 'pending'"
+            "SELECT id FROM memory_jobs WHERE job_type = 'extract'"
+            " AND status IN ('pending', 'waiting_for_provider', 'waiting_for_budget')"
             " AND json_extract(payload, '$.session_key') = ?",
             (key,),
         ).fetchone()

@@ -77,6 +77,10 @@ def convert(conn: Connection) -> str:
     writing). Returns the mode afterwards."""
     conn.execute("PRAGMA auto_vacuum = INCREMENTAL")
     conn.execute("VACUUM")
+    # VACUUM may renumber the rowids of a table without an INTEGER PRIMARY KEY, and the
+    # transcript index (migration 28, external content) points at transcript_turns' rowids.
+    if conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'transcript_turns_fts'").fetchone() is not None:
+        conn.execute("INSERT INTO transcript_turns_fts(transcript_turns_fts) VALUES ('rebuild')")
     return mode(conn)
 
 

@@ -7,6 +7,7 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, Field, field_validator, model_validator
 
 from signet.models import StrictModel
+from signet.secrets.models import SecretName
 from signet.secrets.names import encodable
 
 Harness = Literal["claude-code", "codex", "opencode"]
@@ -26,6 +27,10 @@ ScheduleText = Annotated[
 Prompt = Annotated[str, Field(min_length=1, max_length=100_000)]
 Cwd = Annotated[str, Field(min_length=1, max_length=4096, description="absolute directory to run in")]
 Timeout = Annotated[float, Field(gt=0, le=86_400, description="seconds before the run is killed")]
+SECRETS_DESCRIPTION = (
+    "secrets (signet secret put) each run gets as the environment variable of its name; their values are "
+    "redacted from the run's output, live and stored"
+)
 
 
 def _check_text(values: list[str]) -> None:
@@ -55,6 +60,7 @@ class TaskCreate(_TaskFields):
     prompt: Prompt | None = None
     cwd: Cwd | None = Field(None, description="absolute directory to run in (default: the workspace)")
     timeout_s: Timeout | None = Field(None, description="default tasks.timeoutSeconds")
+    secrets: list[SecretName] = Field(default_factory=list, max_length=64, description=SECRETS_DESCRIPTION)
     enabled: bool = True
 
     @model_validator(mode="after")
@@ -75,6 +81,7 @@ class TaskPatch(_TaskFields):
     prompt: Prompt | None = None
     cwd: Cwd | None = None
     timeout_s: Timeout | None = None
+    secrets: list[SecretName] | None = Field(None, max_length=64, description="replaces the list; [] for none")
     enabled: bool | None = None
 
 
@@ -87,6 +94,7 @@ class Task(BaseModel):
     prompt: str | None
     cwd: str
     timeout_s: float | None
+    secrets: list[str] = Field(description="names of the secrets its runs get (never their values)")
     enabled: bool
     created_at: str
     updated_at: str

@@ -1,4 +1,4 @@
-"""Rows of ``tasks`` and ``task_runs`` (migration 19, signet.store.schema_tasks)."""
+"""Rows of ``tasks`` and ``task_runs`` (migrations 19 and 29, signet.store.schema_tasks)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,10 @@ from signet.store.sqlite import Connection
 from signet.tasks.models import TaskRun
 
 TASK_COLUMNS = (
-    "id, name, schedule, command, harness, prompt, cwd, timeout_s, enabled, created_at, updated_at, next_run_at"
+    "id, name, schedule, command, harness, prompt, cwd, timeout_s, enabled, created_at, updated_at, next_run_at, "
+    "secrets"
 )
+JSON_COLUMNS = ("command", "secrets")
 RUN_COLUMNS = (
     "id, task_id, trigger, status, scheduled_for, started_at, finished_at, exit_code, output, truncated, error"
 )
@@ -20,13 +22,14 @@ def task_dict(row: Any) -> dict[str, Any]:
     keys = [k.strip() for k in TASK_COLUMNS.split(",")]
     data = dict(zip(keys, row, strict=True))
     data["command"] = json.loads(data["command"])
+    data["secrets"] = json.loads(data["secrets"])
     data["enabled"] = bool(data["enabled"])
     return data
 
 
 def insert_task(conn: Connection, task: dict[str, Any]) -> None:
     conn.execute(
-        f"INSERT INTO tasks({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO tasks({TASK_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             task["id"],
             task["name"],
@@ -40,12 +43,13 @@ def insert_task(conn: Connection, task: dict[str, Any]) -> None:
             task["created_at"],
             task["updated_at"],
             task["next_run_at"],
+            json.dumps(task.get("secrets") or []),
         ),
     )
 
 
 def update_task(conn: Connection, task_id: str, fields: dict[str, Any]) -> None:
-    values = {k: json.dumps(v) if k == "command" else int(v) if k == "enabled" else v for k, v in fields.items()}
+    values = {k: json.dumps(v) if k in JSON_COLUMNS else int(v) if k == "enabled" else v for k, v in fields.items()}
     sets = ", ".join(f"{k} = ?" for k in values)
     conn.execute(f"UPDATE tasks SET {sets} WHERE id = ?", (*values.values(), task_id))
 

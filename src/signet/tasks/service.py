@@ -8,6 +8,12 @@ environment, in the task's directory, killed (with their process group) at their
 When the daemon starts, fire times that passed while it was down are recorded as one
 ``missed`` run per task (how many, from when to when), never run late and never silently
 dropped.
+
+A task may name secrets (signet.secrets): each run resolves them from the store when it starts
+(a secret deleted since is an ``error`` run, never a run without it) and gets them as
+environment variables; its output is redacted as it streams, with the secrets exec path's
+redaction (signet.secrets.streaming), so the live stream, the stored run and the log only
+ever hold ``[REDACTED:NAME]``.
 """
 
 from __future__ import annotations
@@ -25,11 +31,15 @@ from typing import Any, Literal
 
 from signet.config import TasksSettings
 from signet.errors import Conflict, InvalidRequest, NotFound, SignetError
+from signet.schedule import parse
 from signet.secrets import commands, runner
+from signet.secrets.names import check_name
+from signet.secrets.redact import Redactor
+from signet.secrets.store import SecretStore
+from signet.secrets.streaming import StreamRedactor
 from signet.store.database import Database
 from signet.tasks import rows
 from signet.tasks.models import HARNESS_COMMANDS, Task, TaskCreate, TaskPatch, TaskRun, TaskRunList
-from signet.tasks.schedule import parse
 from signet.tasks.stream import OutputHub
 
 log = logging.getLogger(__name__)
@@ -52,13 +62,20 @@ class _Active:
     output: bytearray = field(default_factory=bytearray)
     truncated: bool = False
     decoders: dict[str, codecs.IncrementalDecoder] = field(default_factory=dict)
+    redactor: Redactor | None = None
+    """The values of the task's secrets, masked in its output (None: it has none)."""
+    redacting: dict[str, StreamRedactor] = field(default_factory=dict)
 
 
 class TaskService:
-    def __init__(self, db: Database, settings: TasksSettings, workspace_root: Path) -> None:
+    def __init__(
+        self, db: Database, settings: TasksSettings, workspace_root: Path, store: SecretStore | None = None
+    ) -> None:
         self.db = db
         self.settings = settings
         self.workspace_root = workspace_root
+        self.store = store
+        """Where a task's secrets come from (None: tasks cannot name secrets)."""
         self.hub = OutputHub()
         self._lock = threading.Lock()
         self._active: dict[str, _Active] = {}
@@ -115,6 +132,16 @@ class TaskService:
             raise InvalidRequest(f"cwd {cwd[:200]!r} is not an absolute path to an existing directory")
         return cwd
 
+    def _secrets(self, names: list[str]) -> list[str]:
+        """Names a task may give its runs: valid, and stored now (a typo is said at once)."""
+        names = [check_name(n) for n in dict.fromkeys(names)]
+        if names and self.store is None:
+            raise InvalidRequest("this daemon has no secret store; tasks cannot name secrets here")
+        for name in names:
+            if self.store is not None and not self.store.has(name):
+                raise InvalidRequest(f"no secret named {name!r}; add it with `signet secret put {name}`")
+        return names
+
     def _task(self, data: dict[str, Any]) -> Task:
         with self._lock:
             running = data["id"] in self._active
@@ -132,6 +159,7 @@ class TaskService:
             "prompt": req.prompt,
             "cwd": self._cwd(req.cwd),
             "timeout_s": req.timeout_s,
+            "secrets": self._secrets(req.secrets),
             "enabled": req.enabled,
             "created_at": _iso(now),
             "updated_at": _iso(now),
@@ -165,6 +193,8 @@ class TaskService:
         fields: dict[str, Any] = {k: v for k, v in changes.items() if k in ("name", "timeout_s", "enabled", "prompt")}
         if "cwd" in changes:
             fields["cwd"] = self._cwd(changes["cwd"])
+        if "secrets" in changes:
+            fields["secrets"] = self._secrets(changes["secrets"])
         if "command" in changes or "prompt" in changes:
             fields["command"] = self._argv(
                 changes.get("command"), current["harness"], changes.get("prompt", current["prompt"])
@@ -243,11 +273,18 @@ class TaskService:
             raise
         return run
 
-    def _on_output(self, task_id: str, stream: str, chunk: bytes) -> None:
+    def _on_output(self, task_id: str, stream: str, chunk: bytes, *, last: bool = False) -> None:
+        """Keep and publish a chunk of output, its secrets masked first (``last``: the stream
+        ended; what redaction held back goes out now)."""
         limit = self.settings.max_output_bytes
         with self._lock:
             active = self._active.get(task_id)
             if active is None:
+                return
+            if active.redactor is not None:
+                redacting = active.redacting.setdefault(stream, StreamRedactor(active.redactor))
+                chunk = redacting.flush() if last else redacting.feed(chunk)
+            if not chunk:
                 return
             room = limit - len(active.output)
             if room > 0:
@@ -263,12 +300,18 @@ class TaskService:
     def _execute(self, task: dict[str, Any], run: TaskRun) -> None:
         task_id = task["id"]
         fields: dict[str, Any]
+        redactor = Redactor()
         try:
             try:
                 program = commands.resolve(task["command"][0], self.settings.allow, what="tasks.allow")
+                values = self._values(task)
+                redactor = Redactor.of(values)
+                with self._lock:
+                    if values and task_id in self._active:
+                        self._active[task_id].redactor = redactor
                 out = runner.run(
                     [program, *task["command"][1:]],
-                    env=dict(os.environ),
+                    env={**os.environ, **values},
                     cwd=Path(task["cwd"]),
                     timeout_s=task["timeout_s"] or self.settings.timeout_s,
                     keep=0,
@@ -276,10 +319,13 @@ class TaskService:
                     on_output=lambda stream, chunk: self._on_output(task_id, stream, chunk),
                 )
             except SignetError as exc:
-                fields = {"status": "error", "error": exc.message}
+                fields = {"status": "error", "error": redactor.text(exc.message)}
             except OSError as exc:
-                fields = {"status": "error", "error": f"could not start {task['command'][0]}: {exc.strerror or exc}"}
+                said = f"could not start {task['command'][0]}: {exc.strerror or exc}"
+                fields = {"status": "error", "error": redactor.text(said)}
             else:
+                for stream in ("stdout", "stderr"):  # what redaction held back to see past a cut
+                    self._on_output(task_id, stream, b"", last=True)
                 status = "timeout" if out.timed_out else "cancelled" if out.cancelled else "done"
                 error = None
                 if out.timed_out:
@@ -302,6 +348,17 @@ class TaskService:
                 self._active.pop(task_id, None)
             done = {"run_id": run.id, "status": fields["status"], "exit_code": fields.get("exit_code")}
             self.hub.publish(task_id, "done", done)
+
+    def _values(self, task: dict[str, Any]) -> dict[str, str]:
+        """The task's secrets, read from the store as the run starts."""
+        names: list[str] = task.get("secrets") or []
+        if not names:
+            return {}
+        if self.store is None:
+            raise SignetError("this daemon has no secret store; the task's secrets cannot be given to it")
+        values = self.store.values(names)
+        log.info("task %s run uses secrets %s", task["id"], ",".join(names))
+        return values
 
     # --- the scheduler ---------------------------------------------------------------------
 

@@ -209,8 +209,8 @@ CONTINUITY_COLUMNS = (
 
 
 def _continuity_rows(runtime: Runtime, project: str | None, limit: int) -> tuple[bool, list[dict[str, Any]]]:
-    """Rows of ``session_scores`` (written by continuity scoring, when it exists), newest first.
-    Until then the table is absent and the answer is empty, with ``available: false``."""
+    """Rows of ``session_scores`` (written at session end: signet.continuity.checkpoints), newest
+    first; ``available: false`` on a database without the table."""
 
     def read(conn: Connection) -> tuple[bool, list[dict[str, Any]]]:
         cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(session_scores)")}
@@ -229,8 +229,8 @@ def _continuity_rows(runtime: Runtime, project: str | None, limit: int) -> tuple
 @router.get("/api/analytics/continuity", response_model=ContinuityReport)
 def continuity(runtime: RuntimeDep, q: Annotated[ContinuityQuery, Query()]) -> ContinuityReport:
     """Session continuity scores over time (newest first) with count, average, latest and trend
-    (newest half's average minus the oldest half's). Continuity scoring is not built yet: until
-    it writes scores this answers ``available: false`` and no scores."""
+    (newest half's average minus the oldest half's). A score is written at each session end that
+    had memories injected (docs/harnesses.md, Continuity scores)."""
     available, rows = _continuity_rows(runtime, q.project, q.limit)
     scores = [float(r["score"]) for r in rows if isinstance(r.get("score"), int | float)]
     half = len(scores) // 2
@@ -245,8 +245,7 @@ def continuity(runtime: RuntimeDep, q: Annotated[ContinuityQuery, Query()]) -> C
 
 @router.get("/api/analytics/continuity/latest", response_model=ContinuityReport)
 def continuity_latest(runtime: RuntimeDep) -> ContinuityReport:
-    """The latest continuity score per project (newest first); empty until continuity scoring
-    writes scores (``available: false``)."""
+    """The latest continuity score per project (newest first); empty until a session is scored."""
     available, rows = _continuity_rows(runtime, None, 10_000)
     latest: dict[Any, dict[str, Any]] = {}
     for r in rows:

@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 
+from signet.auth.policy import ALL_PERMISSIONS, ROLE_PERMISSIONS
 from signet.auth.state import AuthContext, revoke
 from signet.auth.tokens import Role, issue
 from signet.daemon.deps import RuntimeDep
@@ -47,6 +48,10 @@ class WhoAmI(BaseModel):
     agent_id: str
     read_policy: str
     project: str | None
+    permissions: list[str] = Field(
+        default_factory=list,
+        description="what this caller may do ('local': config, identity, tasks); the dashboard hides the rest",
+    )
 
 
 @router.get("/whoami")
@@ -64,7 +69,16 @@ def whoami(request: Request, runtime: RuntimeDep) -> WhoAmI:
         agent_id=scope.agent_id,
         read_policy=scope.policy,
         project=scope.project,
+        permissions=_permissions(ctx),
     )
+
+
+def _permissions(ctx: AuthContext) -> list[str]:
+    """A local caller may do everything; a token, what its role allows; no token, nothing."""
+    if ctx.claims is not None:
+        granted = set(ROLE_PERMISSIONS[ctx.claims.role])
+        return sorted(granted | {"local"} if "admin" in granted else granted)
+    return sorted({*ALL_PERMISSIONS, "local"}) if ctx.local else []
 
 
 @router.post("/token")

@@ -90,12 +90,14 @@ class ConfigList(BaseModel):
 class SaveConfigRequest(StrictModel):
     file: Annotated[str, Field(min_length=1, max_length=120)]
     content: Annotated[str, Field(max_length=MAX_CONFIG_BYTES)]
+    dry_run: bool = Field(False, description="validate only (the dashboard checks as you type); nothing is written")
 
 
 class SaveConfigResponse(BaseModel):
     saved: str
     bytes: int
     restart_required: bool = Field(description="agent.yaml changes apply when the daemon restarts.")
+    dry_run: bool = Field(False, description="validated only: the file on disk is unchanged")
 
 
 def _mtime(ts: float) -> str:
@@ -210,7 +212,9 @@ def save_config(body: SaveConfigRequest, runtime: RuntimeDep) -> SaveConfigRespo
                 parse_settings(data, source=body.file)
             except ConfigError as exc:
                 raise InvalidRequest(exc.message, **exc.details) from None
-    path = runtime.workspace.root / body.file
     data_bytes = body.content.encode("utf-8")
+    if body.dry_run:
+        return SaveConfigResponse(saved=body.file, bytes=len(data_bytes), restart_required=False, dry_run=True)
+    path = runtime.workspace.root / body.file
     write_atomic(path, data_bytes)
     return SaveConfigResponse(saved=body.file, bytes=len(data_bytes), restart_required=body.file == "agent.yaml")

@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from signet.daemon.deps import RuntimeDep
 from signet.instance import CHALLENGE_MAX, proof
-from signet.models import ErrorResponse, HealthResponse, StatusResponse
+from signet.models import CaptureStatus, ErrorResponse, HealthResponse, LlmStatus, StatusResponse
 
 router = APIRouter(tags=["status"])
 
@@ -53,4 +53,6 @@ def status(runtime: RuntimeDep) -> StatusResponse:
     runtime.maintenance.poke()
     st = runtime.service.status(str(runtime.workspace.root), str(runtime.db_path))
     st.warnings = [*runtime.condition.problems().values(), *st.warnings]
+    st.llm = LlmStatus.model_validate(runtime.pipeline.brief())
+    st.capture = CaptureStatus.model_validate(runtime.capture.status())
     return st

@@ -71,8 +71,9 @@ async def recall(body: HookRecallRequest, hooks: HooksDep, scope: ScopeDep) -> R
 
 
 @router.post("/pre-compaction", response_model=PreCompactionResponse)
-def pre_compaction(body: PreCompactionRequest, hooks: HooksDep) -> PreCompactionResponse:
-    return hooks.pre_compaction(body)
+def pre_compaction(body: PreCompactionRequest, hooks: HooksDep, scope: ScopeDep) -> PreCompactionResponse:
+    """The compaction instructions; with a session id, a checkpoint of the session first."""
+    return hooks.pre_compaction(body, scope=scope)
 
 
 @router.post("/compaction-complete", response_model=CompactionCompleteResponse)

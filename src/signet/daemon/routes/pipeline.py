@@ -20,7 +20,7 @@ router = APIRouter(
     responses={400: {"model": ErrorResponse}, 404: {"model": ErrorResponse}, 422: {"model": ErrorResponse}},
 )
 
-JobStatus = Literal["pending", "leased", "completed", "failed", "dead"]
+JobStatus = Literal["pending", "leased", "waiting_for_provider", "waiting_for_budget", "completed", "failed", "dead"]
 
 
 class JobView(BaseModel):
@@ -90,14 +90,21 @@ def _view(r: Any) -> JobView:
 
 class ProviderStatus(BaseModel):
     name: str
-    model: str
+    model: str | None = Field(description="null: the provider's own default (a harness CLI's configured model)")
     endpoint: str | None
+    command: str | None = Field(None, description="the harness CLI run (claude-code, codex, opencode)")
     timeout_s: float
-    healthy: bool
+    healthy: bool | None
     error: str | None
     calls: dict[str, Any] | None = Field(
         None, description="last 100 calls: outcomes, success_rate, p50_latency_ms, last_outcome, last_error"
     )
+    budget: dict[str, Any] | None = Field(
+        None,
+        description="use against limits: calls_per_hour, calls_per_day, tokens_per_hour, tokens_per_day, "
+        "concurrency ({used, limit}), refused, last_refusal",
+    )
+    reloads: int = Field(0, description="times agent.yaml changed the provider or its budgets since the start")
 
 
 class QueueStatus(BaseModel):
@@ -105,6 +112,7 @@ class QueueStatus(BaseModel):
     by_type: dict[str, dict[str, int]]
     oldest_pending: str | None
     oldest_pending_age_s: float | None
+    waiting: int = Field(0, description="jobs waiting_for_provider or waiting_for_budget")
     dead: int
     last_error: str | None
 
@@ -117,11 +125,15 @@ class WorkerStatus(BaseModel):
     backoff_s: float
     last_error: str | None
     leased_now: list[str]
+    waiting: dict[str, str] | None = Field(None, description="what the workers last found blocking them")
 
 
 class PipelineStatus(BaseModel):
     state: Literal["running", "waiting", "backoff", "degraded", "disabled"]
-    reason: str | None = Field(description="why the pipeline waits or is degraded")
+    reason: str | None = Field(description="why the pipeline waits or backs off, and what to do about it")
+    waiting_for: Literal["waiting_for_provider", "waiting_for_budget"] | None = Field(
+        None, description="the status LLM jobs wait in now (no provider, an unreachable one, a spent budget)"
+    )
     mode: Literal["controlled", "shadow", "frozen", "disabled"]
     flags: dict[str, Any]
     provider: ProviderStatus

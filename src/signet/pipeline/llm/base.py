@@ -6,6 +6,14 @@ they go through :class:`RecordingLlm`, which applies the per-call timeout and re
 outcome (success / failure / timeout, latency) per call in ``llm_calls`` and in a ring
 buffer for status and diagnostics. There is no fallback to another model: a failing
 provider fails the call.
+
+The recorder also holds the provider's :class:`~signet.pipeline.llm.budget.Budget`: a call
+the budget refuses raises :class:`LlmBudgetExceeded` *before* the provider is asked, so the
+N+1th call of a window is never made. :class:`LlmUnavailable` (and so a refusal) means "wait
+and try later", never "this job failed": the workers park such jobs as
+``waiting_for_provider`` / ``waiting_for_budget`` instead of spending their attempts. The
+provider can be swapped while running (:meth:`RecordingLlm.swap`, on an agent.yaml change), so
+everyone holding the recorder calls the new one.
 """
 
 from __future__ import annotations
@@ -39,7 +47,46 @@ class LlmTimeout(LlmError):
 
 
 class LlmUnavailable(LlmError):
-    """Nothing answered (connection refused, DNS) or no provider is configured."""
+    """Nothing answered (connection refused, DNS, the CLI is not installed) or no provider is
+    configured: the caller waits for the provider instead of counting a failed attempt."""
+
+
+class LlmBudgetExceeded(LlmUnavailable):
+    """The provider's budget does not allow this call now; it was not made.
+
+    ``retry_at`` (epoch seconds) is when the window that refused it ends, None when only a
+    concurrency slot was missing."""
+
+    kind = "refused"
+
+    def __init__(self, message: str, retry_at: float | None = None) -> None:
+        super().__init__(message)
+        self.retry_at = retry_at
+
+
+@dataclass(frozen=True)
+class Usage:
+    """Tokens one call used, as the provider reported them."""
+
+    input_tokens: int
+    output_tokens: int
+
+    @property
+    def total(self) -> int:
+        return self.input_tokens + self.output_tokens
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters a token: for budgets when a provider reports no usage."""
+    return max(1, len(text) // 4)
+
+
+class Budget(Protocol):
+    """The gate a call passes (signet.pipeline.llm.budget.Budget, which imports this module's
+    errors: a protocol here keeps the two modules from importing each other)."""
+
+    def acquire(self, estimate: int, *, wait: float = 0.0) -> None: ...
+    def release(self, tokens: int) -> None: ...
 
 
 class LlmProvider(Protocol):
@@ -53,6 +100,14 @@ class LlmProvider(Protocol):
     def health(self) -> tuple[bool, str | None]:
         """(reachable, reason when not): a cheap probe, no generation."""
         ...
+
+
+class UsageReporting(Protocol):
+    """A provider that can say how many tokens a call used (optional: budgets estimate otherwise)."""
+
+    def complete_with_usage(
+        self, prompt: str, *, system: str | None = None, timeout: float | None = None
+    ) -> tuple[str, Usage | None]: ...
 
 
 @dataclass(frozen=True)
@@ -70,10 +125,18 @@ class RecordingLlm:
     """Wraps a provider: per-call timeout, one outcome record per call."""
 
     def __init__(
-        self, provider: LlmProvider, settings: ExtractionSettings, *, db: Any = None, ring_size: int = 100
+        self,
+        provider: LlmProvider,
+        settings: ExtractionSettings,
+        *,
+        db: Any = None,
+        ring_size: int = 100,
+        budget: Budget | None = None,
     ) -> None:
         self.provider = provider
         self.settings = settings
+        self.budget = budget
+        """Checked before every call; None: no limits."""
         self.db = db
         self.recent: collections.deque[CallOutcome] = collections.deque(maxlen=ring_size)
         self._lock = threading.Lock()
@@ -91,22 +154,50 @@ class RecordingLlm:
     def model(self) -> str:
         return self.provider.model
 
+    def swap(self, provider: LlmProvider, settings: ExtractionSettings, budget: Budget | None) -> None:
+        """Use another provider (or the same one with new settings) from the next call on;
+        a call already under way finishes on the old one (which is therefore not closed here)."""
+        with self._lock:
+            self.provider, self.settings, self.budget = provider, settings, budget
+            self.last_success = None
+
     def complete(self, prompt: str, *, purpose: str, system: str | None = None, job_id: str | None = None) -> str:
+        """The provider's answer; :class:`LlmBudgetExceeded` (no call made) when the budget refuses."""
+        with self._lock:
+            provider, settings, budget = self.provider, self.settings, self.budget
+        estimate = estimate_tokens(prompt) + estimate_tokens(system or "")
+        if budget is not None:
+            budget.acquire(estimate, wait=settings.timeout)
         started = time.perf_counter()
         error: str | None = None
         outcome = "success"
+        tokens = estimate
         try:
-            return self.provider.complete(prompt, system=system, timeout=self.settings.timeout)
+            with_usage = getattr(provider, "complete_with_usage", None)
+            if callable(with_usage):
+                text, usage = with_usage(prompt, system=system, timeout=settings.timeout)
+            else:
+                text, usage = provider.complete(prompt, system=system, timeout=settings.timeout), None
+            tokens = usage.total if usage is not None else estimate + estimate_tokens(text)
+            return str(text)
         except LlmError as exc:
             outcome, error = exc.kind, exc.message
             raise
         finally:
-            self._record(purpose, outcome, (time.perf_counter() - started) * 1000, error, job_id)
+            if budget is not None:
+                budget.release(tokens)
+            self._record(provider, purpose, outcome, (time.perf_counter() - started) * 1000, error, job_id)
 
-    def _record(self, purpose: str, outcome: str, latency_ms: float, error: str | None, job_id: str | None) -> None:
-        rec = CallOutcome(
-            self.provider.name, self.provider.model, purpose, outcome, round(latency_ms, 3), error, now_iso()
-        )
+    def _record(
+        self,
+        provider: LlmProvider,
+        purpose: str,
+        outcome: str,
+        latency_ms: float,
+        error: str | None,
+        job_id: str | None,
+    ) -> None:
+        rec = CallOutcome(provider.name, provider.model, purpose, outcome, round(latency_ms, 3), error, now_iso())
         for fn in self.listeners:
             fn(rec)
         with self._lock:

@@ -10,18 +10,24 @@ from typing import Any
 import httpx
 
 from signet.config import ExtractionSettings
-from signet.pipeline.llm.base import LlmError, LlmTimeout, LlmUnavailable
+from signet.pipeline.llm.base import LlmError, LlmTimeout, LlmUnavailable, Usage
 
 PROBE_TIMEOUT = 3.0
+HOW_TO_CONFIGURE = (
+    "set memory.pipelineV2.extraction.provider in agent.yaml to claude-code, codex or opencode (a harness "
+    "CLI you already use), ollama, openai or anthropic, or run `signet setup --extraction-provider NAME`; "
+    "a running daemon picks the change up and drains the waiting jobs"
+)
 
 
 class HttpProvider:
     name = "http"
     default_endpoint = ""
+    default_model = ""
 
     def __init__(self, settings: ExtractionSettings) -> None:
         self.settings = settings
-        self.model = settings.model
+        self.model = settings.model or self.default_model
         self.endpoint = (settings.endpoint or self.default_endpoint).rstrip("/")
         self._http = httpx.Client(timeout=settings.timeout)
 
@@ -57,11 +63,30 @@ class HttpProvider:
     def close(self) -> None:
         self._http.close()
 
+    def complete_with_usage(
+        self, prompt: str, *, system: str | None = None, timeout: float | None = None
+    ) -> tuple[str, Usage | None]:
+        raise NotImplementedError
+
+    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+        return self.complete_with_usage(prompt, system=system, timeout=timeout)[0]
+
 
 def _text(value: Any, where: str) -> str:
     if not isinstance(value, str):
         raise LlmError(f"unexpected response shape: no text at {where}")
     return value
+
+
+def _usage(data: Any, key: str | None, tokens_in: str, tokens_out: str) -> Usage | None:
+    """The token counts an answer reports (``data[key][tokens_in]``…), None when it has none."""
+    block = data.get(key) if key and isinstance(data, dict) else data
+    if not isinstance(block, dict):
+        return None
+    a, b = block.get(tokens_in), block.get(tokens_out)
+    if not isinstance(a, int) and not isinstance(b, int):
+        return None
+    return Usage(a if isinstance(a, int) else 0, b if isinstance(b, int) else 0)
 
 
 class OllamaProvider(HttpProvider):
@@ -75,7 +100,9 @@ class OllamaProvider(HttpProvider):
     def from_settings(cls, settings: ExtractionSettings) -> OllamaProvider:
         return cls(settings)
 
-    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+    def complete_with_usage(
+        self, prompt: str, *, system: str | None = None, timeout: float | None = None
+    ) -> tuple[str, Usage | None]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         data = self._post(
             "/api/chat",
@@ -91,7 +118,8 @@ class OllamaProvider(HttpProvider):
         if isinstance(data, dict) and data.get("error"):
             raise LlmError(f"ollama: {data['error']}")
         msg = data.get("message") if isinstance(data, dict) else None
-        return _text(msg.get("content") if isinstance(msg, dict) else None, "message.content")
+        text = _text(msg.get("content") if isinstance(msg, dict) else None, "message.content")
+        return text, _usage(data, None, "prompt_eval_count", "eval_count")
 
     def health(self) -> tuple[bool, str | None]:
         return self._probe("/api/tags")
@@ -116,7 +144,9 @@ class OpenAIProvider(HttpProvider):
         key = self.settings.api_key or os.environ.get("OPENAI_API_KEY")
         return {"Authorization": f"Bearer {key}"} if key else {}
 
-    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+    def complete_with_usage(
+        self, prompt: str, *, system: str | None = None, timeout: float | None = None
+    ) -> tuple[str, Usage | None]:
         messages = ([{"role": "system", "content": system}] if system else []) + [{"role": "user", "content": prompt}]
         data = self._post(
             "/chat/completions",
@@ -132,7 +162,7 @@ class OpenAIProvider(HttpProvider):
             content = data["choices"][0]["message"]["content"]
         except (KeyError, IndexError, TypeError):
             raise LlmError(f"openai: unexpected response shape: {str(data)[:200]}") from None
-        return _text(content, "choices[0].message.content")
+        return _text(content, "choices[0].message.content"), _usage(data, "usage", "prompt_tokens", "completion_tokens")
 
     def health(self) -> tuple[bool, str | None]:
         return self._probe("/models")
@@ -154,7 +184,9 @@ class AnthropicProvider(HttpProvider):
         key = self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY") or ""
         return {"x-api-key": key, "anthropic-version": self.version}
 
-    def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
+    def complete_with_usage(
+        self, prompt: str, *, system: str | None = None, timeout: float | None = None
+    ) -> tuple[str, Usage | None]:
         body: dict[str, Any] = {
             "model": self.model,
             "max_tokens": self.settings.max_tokens,
@@ -170,7 +202,7 @@ class AnthropicProvider(HttpProvider):
         texts = [b.get("text") for b in blocks if isinstance(b, dict) and b.get("type") == "text"]
         if not texts or not all(isinstance(t, str) for t in texts):
             raise LlmError("anthropic: the answer has no text block")
-        return "".join(str(t) for t in texts)
+        return "".join(str(t) for t in texts), _usage(data, "usage", "input_tokens", "output_tokens")
 
     def health(self) -> tuple[bool, str | None]:
         if not (self.settings.api_key or os.environ.get("ANTHROPIC_API_KEY")):
@@ -185,14 +217,16 @@ class NoProvider:
     default_model = ""
 
     def __init__(self, settings: ExtractionSettings) -> None:
-        self.model = settings.model
+        self.model = settings.model or ""
 
     @classmethod
     def from_settings(cls, settings: ExtractionSettings) -> NoProvider:
         return cls(settings)
 
     def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
-        raise LlmUnavailable("no LLM provider configured (memory.pipelineV2.extraction.provider: none)")
+        raise LlmUnavailable(
+            f"no LLM provider configured (memory.pipelineV2.extraction.provider: none): {HOW_TO_CONFIGURE}"
+        )
 
     def health(self) -> tuple[bool, str | None]:
-        return False, "no LLM provider configured (memory.pipelineV2.extraction.provider: none)"
+        return False, f"no LLM provider configured (memory.pipelineV2.extraction.provider: none): {HOW_TO_CONFIGURE}"

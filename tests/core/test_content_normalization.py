@@ -119,6 +119,28 @@ def test_session_end_without_an_llm_warns_once(
         rt.stop()
 
 
+def test_no_llm_by_choice_is_not_an_outage(
+    make_workspace: Callable[..., Workspace], caplog: pytest.LogCaptureFixture
+) -> None:
+    """provider: none is a choice: jobs wait (said at INFO), and no "did not answer" warning."""
+    rt: Runtime = start_runtime(make_workspace(embedding="none"))
+    try:
+        caplog.set_level(logging.INFO)
+        rt.hooks.session_end(
+            SessionEndRequest(
+                harness="claude-code",
+                session_id="s-none",
+                turns=[{"role": "user", "content": "question"}, {"role": "assistant", "content": "answer"}],
+            )
+        )
+        assert rt.pipeline.supply.blocked() is not None  # jobs wait for a provider
+        assert rt.pipeline.supply.status()["name"] == "none"  # status probes the provider, as the dashboard does
+        time.sleep(0.5)
+        assert not [r for r in caplog.records if "did not answer" in r.getMessage()]
+    finally:
+        rt.stop()
+
+
 def test_a_daemon_without_its_llm_says_so_once_in_its_log(tmp_path: Path) -> None:
     """The real daemon process and its log file: three session ends, the configured LLM refuses
     every connection; one warning line for the run, no traceback."""

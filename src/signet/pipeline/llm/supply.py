@@ -145,7 +145,7 @@ class LlmSupply:
                 said, self._said_down = self._said_down, not ok
             else:
                 said = True
-        if not ok and not said:
+        if not ok and not said and self.extraction.provider != "none":  # none is a choice, not an outage
             # Once per outage, not per job or per probe: a daemon whose LLM is away says so in
             # its log, then stays quiet until it has answered again (and gone away again).
             log.warning(

@@ -351,10 +351,10 @@ class Worker:
                 with self._lock:
                     self._parked, self.waiting = False, None
             return True
-        n = self.db.write(lambda c: queue.park(c, EXTRACT_JOBS, gate.status))
-        with self._lock:
+        with self._lock:  # waiting first: a job queued from here on kicks (notify), so it is parked too
             first = self.waiting is None or self.waiting.reason != gate.reason
             self._parked, self.waiting = True, gate
+        n = self.db.write(lambda c: queue.park(c, EXTRACT_JOBS, gate.status))
         if first:  # said once per reason, not once per job parked
             log.info("pipeline: jobs are %s (%d parked now): %s", gate.status, n, gate.reason)
         self._kick.wait(gate.retry_s)

@@ -26,6 +26,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any
 
@@ -42,7 +43,7 @@ def _tail(text: str, n: int = 300) -> str:
     return text if len(text) <= n else "…" + text[-n:]
 
 
-class CliProvider:
+class CliProvider(ABC):
     """One harness CLI run per call. Subclasses give the argv and parse the output."""
 
     name = "cli"
@@ -62,6 +63,7 @@ class CliProvider:
         return cls(settings)
 
     # -- what subclasses say -----------------------------------------------------------------
+    @abstractmethod
     def argv(self, exe: str, system: str | None) -> list[str]:
         raise NotImplementedError
 
@@ -69,6 +71,7 @@ class CliProvider:
         """What goes in on stdin: the prompt, after the system text when the CLI has no flag for it."""
         return f"{system}\n\n{prompt}" if system else prompt
 
+    @abstractmethod
     def parse(self, out: str) -> tuple[str, Usage | None]:
         raise NotImplementedError
 

@@ -5,6 +5,7 @@ and Anthropic (``/v1/messages``). Each call gets its own timeout; transport erro
 from __future__ import annotations
 
 import os
+from abc import ABC, abstractmethod
 from typing import Any
 
 import httpx
@@ -20,7 +21,7 @@ HOW_TO_CONFIGURE = (
 )
 
 
-class HttpProvider:
+class HttpProvider(ABC):
     name = "http"
     default_endpoint = ""
     default_model = ""
@@ -63,6 +64,7 @@ class HttpProvider:
     def close(self) -> None:
         self._http.close()
 
+    @abstractmethod
     def complete_with_usage(
         self, prompt: str, *, system: str | None = None, timeout: float | None = None
     ) -> tuple[str, Usage | None]:

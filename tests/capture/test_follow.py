@@ -3,6 +3,7 @@ two followers, and hostile paths (symlinks out of the root, FIFOs)."""
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from collections.abc import Iterator
@@ -311,3 +312,42 @@ def test_the_transcript_index_still_points_at_the_right_turns_after_a_full_vacuu
         assert [t["content"] for e in found for t in e.turns] == ["b topic13"]
     finally:
         conn.close()
+
+
+def test_a_session_end_hook_for_a_captured_session_queues_no_second_extraction(
+    make_workspace: Any, open_app: Any, tmp_path: Path
+) -> None:
+    """Capture extracts a followed session from its captured turns; the hook's whole transcript
+    would be the same turns again (the LLM paid twice). The hook queues what capture had not."""
+    rt, api = open_app(make_workspace(embedding="none"))
+    assert rt.hooks.pipeline_enabled
+    root = tmp_path / "projects"
+    root.mkdir()
+    f = root / "se-2.jsonl"
+    for i in range(6):
+        append(f, claude_line("se-2", i, "user" if i % 2 == 0 else "assistant", f"captured {i}"))
+    cap = follower(rt.db, {"claude-code": root}, extract_idle_s=3600)
+    assert cap.scan_once() == 6
+
+    def jobs() -> list[dict[str, Any]]:
+        rows = rt.db.read(
+            lambda c: c.execute(
+                "SELECT payload FROM memory_jobs WHERE job_type = 'extract' ORDER BY created_at"
+            ).fetchall()
+        )
+        return [json.loads(r[0]) for r in rows]
+
+    assert jobs() == []  # not quiet for an hour yet
+    every = [{"role": "user" if i % 2 == 0 else "assistant", "content": f"captured {i}"} for i in range(6)]
+    for _ in range(2):  # a re-sent session-end queues nothing more
+        r = api.post("/api/hooks/session-end", json={"harness": "claude-code", "session_id": "se-2", "turns": every})
+        assert r.status_code == 200, r.text
+    queued = jobs()
+    assert [(j["source"], j["session_key"], j["turn_from"]) for j in queued] == [("capture", "claude-code:se-2", 0)]
+    assert cap.queue_due(now=True) == 0  # the hook queued capture's backlog: nothing left
+    # The worker has done that job; a turn the file gets afterwards is capture's next job.
+    rt.db.write(lambda c: c.execute("UPDATE memory_jobs SET status = 'completed'"))
+    append(f, claude_line("se-2", 6, "user", "one more after the end"))
+    assert cap.scan_once() == 1
+    assert cap.queue_due(now=True) == 1
+    assert [(j["source"], j["turn_from"]) for j in jobs()] == [("capture", 0), ("capture", 6)]

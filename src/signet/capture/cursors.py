@@ -135,36 +135,6 @@ def due_for_extraction(conn: Connection, quiet_since: str) -> list[tuple[str, st
     return [(str(r[0]), str(r[1]), int(r[2])) for r in rows]
 
 
-def queue_extraction(
-    conn: Connection, path: str, key: str, turn_from: int, *, agent_id: str, max_attempts: int
-) -> str | None:
-    """Queue extraction of a session's turns from ``turn_from`` and clear the cursor's mark,
-    in one transaction (a crash queues it again, never loses it)."""
-    row = conn.execute(
-        "SELECT extract_from FROM capture_cursors WHERE path = ? AND extract_from IS NOT NULL", (path,)
-    ).fetchone()
-    if row is None:
-        return None
-    meta: Any = conn.execute(
-        "SELECT harness, project FROM session_transcripts WHERE session_key = ?", (key,)
-    ).fetchone()
-    job = store.enqueue_extraction(
-        conn,
-        {
-            "source": "capture",
-            "session_key": key,
-            "harness": meta[0] if meta else None,
-            "project": meta[1] if meta else None,
-            "agent_id": agent_id,
-            "path": path,
-            "turn_from": min(int(row[0]), turn_from),
-        },
-        max_attempts=max_attempts,
-    )
-    conn.execute("UPDATE capture_cursors SET extract_from = NULL WHERE path = ?", (path,))
-    return job
-
-
 def mark_error(conn: Connection, path: str, harness: str, error: str) -> None:
     """Record why a file cannot be followed (``signet watch --status`` and the logs show it)."""
     conn.execute(

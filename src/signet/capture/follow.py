@@ -37,6 +37,7 @@ from signet.capture.harnesses import HARNESSES, Followed
 from signet.capture.reader import head_hash, read_chunk, replaced
 from signet.config import CaptureSettings
 from signet.errors import StorageError
+from signet.store import sessions as store
 from signet.store.database import Database
 from signet.store.sqlite import sqlite3
 from signet.transcript import Turn
@@ -228,7 +229,7 @@ class LiveCapture:
         for path, key, turn_from in due:
             job = self.db.write(
                 functools.partial(
-                    cursors.queue_extraction,
+                    store.queue_captured_extraction,
                     path=path,
                     key=key,
                     turn_from=turn_from,

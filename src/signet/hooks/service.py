@@ -381,7 +381,10 @@ class HookService:
                 conn, key, harness=req.harness, project=req.project, agent_id=agent, kind="exchange", content=handoff
             )
             job = None
+            followed = False
             if self.pipeline_enabled:
+                followed, job = store.flush_captured(conn, key, agent_id=agent, max_attempts=self.max_attempts)
+            if self.pipeline_enabled and not followed:
                 job = store.enqueue_extraction(
                     conn,
                     {

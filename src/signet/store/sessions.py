@@ -169,6 +169,60 @@ def enqueue_extraction(conn: Connection, payload: dict[str, Any], *, max_attempt
     return jid
 
 
+def queue_captured_extraction(
+    conn: Connection, path: str, key: str, turn_from: int, *, agent_id: str, max_attempts: int
+) -> str | None:
+    """Queue extraction of a captured session's turns from ``turn_from`` and clear the cursor's
+    mark, in one transaction (a crash queues it again, never loses it). Live capture
+    (signet.capture) calls it for sessions gone quiet; a session-end hook for the session it
+    follows (:func:`flush_captured`)."""
+    row = conn.execute(
+        "SELECT extract_from FROM capture_cursors WHERE path = ? AND extract_from IS NOT NULL", (path,)
+    ).fetchone()
+    if row is None:
+        return None
+    meta: Any = conn.execute(
+        "SELECT harness, project FROM session_transcripts WHERE session_key = ?", (key,)
+    ).fetchone()
+    job = enqueue_extraction(
+        conn,
+        {
+            "source": "capture",
+            "session_key": key,
+            "harness": meta[0] if meta else None,
+            "project": meta[1] if meta else None,
+            "agent_id": agent_id,
+            "path": path,
+            "turn_from": min(int(row[0]), turn_from),
+        },
+        max_attempts=max_attempts,
+    )
+    conn.execute("UPDATE capture_cursors SET extract_from = NULL WHERE path = ?", (path,))
+    return job
+
+
+def flush_captured(conn: Connection, key: str, *, agent_id: str, max_attempts: int) -> tuple[bool, str | None]:
+    """For a session-end hook: whether live capture follows session ``key`` and the job queued
+    for the turns it captured but had not queued yet (None: nothing was waiting).
+
+    A followed session is extracted from its captured turns, in the jobs capture queues as it
+    goes; extracting the hook's whole transcript as well would pay the LLM twice for the same
+    turns. Turns capture reads after this are queued by capture when the file goes quiet."""
+    rows = conn.execute("SELECT path, extract_from FROM capture_cursors WHERE session_key = ?", (key,)).fetchall()
+    if not rows:
+        return False, None
+    job = None
+    for path, start in rows:
+        if start is not None:
+            job = (
+                queue_captured_extraction(
+                    conn, str(path), key, int(start), agent_id=agent_id, max_attempts=max_attempts
+                )
+                or job
+            )
+    return True, job
+
+
 def ingested(conn: Connection, content_hash: str) -> Any:
     return conn.execute("SELECT * FROM ingested_files WHERE content_hash = ?", (content_hash,)).fetchone()
 

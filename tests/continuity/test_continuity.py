@@ -172,13 +172,21 @@ def test_an_unreachable_llm_never_kills_a_job_bad_answers_do(
     assert row["status"] in ("waiting_for_provider", "leased") and row["attempts"] <= 1
     assert summary_status(rt).get("dead") is None
     assert "reachable" in row["error"]  # "unreachable" (a call) or "not reachable" (the probe)
+    good = late.summarize
     late.summarize = lambda text: Reply(status=500)  # it answers, badly: those attempts count
     late.start()
     try:
         wait_for(lambda: summary_status(rt).get("dead") == 1, timeout=30, what="dead after bad answers")
-        row = rt.db.read(lambda c: c.execute("SELECT attempts, error FROM summary_jobs").fetchone())
+        row = rt.db.read(lambda c: c.execute("SELECT id, attempts, error FROM summary_jobs").fetchone())
         assert row["attempts"] == 2 and "HTTP 500" in row["error"]
         assert summary_files(ws) == []
+        # Once the LLM answers well again, `signet pipeline requeue <id>` brings the dead job back.
+        late.summarize = good
+        r = api.post("/api/repair/requeue-dead", json={"job_id": row["id"][:8]})
+        assert r.status_code == 200 and r.json()["requeued"] == [row["id"]], r.text
+        wait_for(lambda: summary_status(rt).get("completed") == 1, timeout=30, what="completed after requeue")
+        assert len(summary_files(ws)) == 1
+        assert api.post("/api/repair/requeue-dead", json={"job_id": "no-such-job"}).status_code == 404
     finally:
         late.stop()
 

@@ -86,7 +86,7 @@ def requeue(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", "-n", min=1, max=1000)] = 50,
 ) -> None:
-    """Put dead jobs back in the queue with their attempts reset."""
+    """Put dead jobs (extraction and session-summary) back in their queue with a fresh budget of attempts."""
     body: dict[str, Any] = {"limit": limit}
     if job_id:
         body["job_id"] = job_id

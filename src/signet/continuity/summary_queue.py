@@ -172,3 +172,28 @@ def stats(conn: Connection) -> dict[str, Any]:
         " 'waiting_for_budget', 'pending', 'dead') ORDER BY updated_at DESC LIMIT 1"
     ).fetchone()
     return {"by_status": counts, "last_error": last[0] if last else None}
+
+
+def requeue_dead(conn: Connection, *, limit: int = 50, job_id: str | None = None) -> list[str]:
+    """Dead summary jobs back to ``pending`` with a fresh budget of attempts (``signet pipeline
+    requeue``), as the extraction queue does (signet.pipeline.queue.requeue_dead): ``attempts``
+    keeps counting, since it fences a late completion from a lease taken before the job died."""
+    if job_id is not None:
+        rows = conn.execute("SELECT id FROM summary_jobs WHERE id = ? AND status = 'dead'", (job_id,))
+    else:
+        rows = conn.execute(
+            "SELECT id FROM summary_jobs WHERE status = 'dead' ORDER BY updated_at, rowid LIMIT ?", (limit,)
+        )
+    ids = [str(r[0]) for r in rows]
+    now = now_iso()
+    for jid in ids:
+        conn.execute(
+            "UPDATE summary_jobs SET status = 'pending', max_attempts = attempts + max_attempts, leased_at = NULL,"
+            " updated_at = ? WHERE id = ?",
+            (now, jid),
+        )
+    return ids
+
+
+def get_job(conn: Connection, job_id: str) -> Any:
+    return conn.execute("SELECT * FROM summary_jobs WHERE id = ?", (job_id,)).fetchone()

@@ -22,6 +22,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from signet.continuity import summary_queue
+from signet.continuity.service import ContinuityService
 from signet.errors import MutationsFrozen, SignetError, StorageError
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
@@ -44,6 +46,8 @@ class RepairSources(Sources, Protocol):
     def retention(self) -> RetentionWorker: ...
     @property
     def service(self) -> MemoryService: ...
+    @property
+    def continuity(self) -> ContinuityService: ...
 
 
 @dataclass
@@ -85,9 +89,21 @@ def release_leases(src: RepairSources, caller: Caller) -> RepairResult:
 
 
 def requeue_dead(src: RepairSources, caller: Caller, limit: int = 50, job_id: str | None = None) -> RepairResult:
-    ids = src.db.write(lambda c: queue.requeue_dead(c, limit=limit, job_id=job_id))
-    if ids:
+    """Dead extraction jobs first, then dead session-summary jobs (their own queue), up to
+    ``limit`` in all; a ``job_id`` names one job of either queue."""
+
+    def both(conn: Connection) -> tuple[list[str], list[str]]:
+        jobs = queue.requeue_dead(conn, limit=limit, job_id=job_id)
+        left = limit - len(jobs)
+        summaries = summary_queue.requeue_dead(conn, limit=left, job_id=job_id) if left > 0 else []
+        return jobs, summaries
+
+    jobs, summaries = src.db.write(both)
+    if jobs:
         src.pipeline.worker.notify()
+    if summaries:
+        src.continuity.notify()
+    ids = jobs + summaries
     return RepairResult("requeue-dead", len(ids), f"requeued {len(ids)} dead job(s)", ids, {"jobs": ids[:50]})
 
 

@@ -21,7 +21,7 @@ MIN_PREFIX = 4
 SHOWN = 3
 """Candidates named in an ambiguity's message (``candidates`` in the answer lists up to 10)."""
 
-IdTable = Literal["memories", "memory_jobs", "documents"]
+IdTable = Literal["memories", "memory_jobs", "summary_jobs", "documents"]
 
 
 def complete_id(

@@ -8,6 +8,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, Field
 
+from signet.continuity import summary_queue
 from signet.daemon.deps import RuntimeDep
 from signet.daemon.routes.repair import CallerDep
 from signet.errors import NotFound
@@ -47,7 +48,9 @@ class JobList(BaseModel):
 
 class RequeueRequest(StrictModel):
     limit: int = Field(50, ge=1, le=1000)
-    job_id: str | None = Field(None, max_length=200, description="requeue just this dead job")
+    job_id: str | None = Field(
+        None, max_length=200, description="requeue just this dead job (an extraction or a session-summary job)"
+    )
 
 
 class RequeueResponse(BaseModel):
@@ -182,9 +185,14 @@ def requeue_dead(runtime: RuntimeDep, caller: CallerDep, body: RequeueRequest | 
     job_id = req.job_id
     if job_id is not None:
         given = job_id
-        job_id = runtime.db.read(lambda c: complete_id(c, "memory_jobs", given, noun="job"))
-        if runtime.db.read(lambda c: queue.get_job(c, job_id)) is None:
-            raise NotFound(f"job '{given}' not found", id=given)
+        extraction_id = runtime.db.read(lambda c: complete_id(c, "memory_jobs", given, noun="job"))
+        job_id = extraction_id
+        if runtime.db.read(lambda c: queue.get_job(c, extraction_id)) is None:
+            # Not an extraction job: a session-summary job (their own queue) may have that id.
+            summary_id = runtime.db.read(lambda c: complete_id(c, "summary_jobs", given, noun="job"))
+            if runtime.db.read(lambda c: summary_queue.get_job(c, summary_id)) is None:
+                raise NotFound(f"job '{given}' not found", id=given)
+            job_id = summary_id
     ids = runtime.maintenance.repairs.run("requeue-dead", caller, limit=req.limit, job_id=job_id).data
     return RequeueResponse(requeued=ids, count=len(ids))
 

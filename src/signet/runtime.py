@@ -161,8 +161,9 @@ class Runtime:
 
     def reload_config(self) -> bool:
         """agent.yaml changed: apply what a running daemon can change (the pipeline's LLM provider
-        and budgets: jobs waiting for a provider drain at once). Everything else still needs a
-        restart. A file that does not validate is logged and the running settings stay."""
+        and budgets: jobs waiting for a provider drain at once; live capture's harnesses and
+        roots). Everything else still needs a restart. A file that does not validate is logged
+        and the running settings stay."""
         try:
             new = self.workspace.settings()
         except (ConfigError, OSError) as exc:
@@ -172,6 +173,10 @@ class Runtime:
         changed = self.pipeline.reload(pipe.extraction, pipe.budgets)
         if changed:
             log.info("agent.yaml reloaded: LLM provider %s", pipe.extraction.provider)
+        if self.capture.reconfigure(new.capture):
+            self.settings.capture = new.capture
+            log.info("agent.yaml reloaded: capturing %s", ", ".join(new.capture.harnesses) or "nothing")
+            changed = True
         return changed
 
     def _llm_gate(self) -> tuple[str, str] | None:

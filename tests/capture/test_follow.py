@@ -351,3 +351,28 @@ def test_a_session_end_hook_for_a_captured_session_queues_no_second_extraction(
     assert cap.scan_once() == 1
     assert cap.queue_due(now=True) == 1
     assert [(j["source"], j["turn_from"]) for j in jobs()] == [("capture", 0), ("capture", 6)]
+
+
+def test_capture_settings_changed_in_agent_yaml_apply_to_a_running_daemon(
+    make_workspace: Any, open_app: Any, tmp_path: Path
+) -> None:
+    ws = make_workspace(embedding="none")
+    rt, _api = open_app(ws)
+    assert rt.capture.status()["harnesses"] == [] and not rt.capture.status()["running"]
+    root = tmp_path / "projects"
+    root.mkdir()
+    f = root / "live-1.jsonl"
+    append(f, claude_line("live-1", 0, "user", "turned on while running"))
+    write_config(ws, capture={"harnesses": ["claude-code"], "roots": {"claude-code": [str(root)]}, "backfillHours": 24})
+    assert rt.reload_config() or rt.capture.status()["running"]  # the file watcher may have been first
+    deadline = time.monotonic() + 20
+    while not turns(rt.db, "claude-code:live-1") and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [t[3] for t in turns(rt.db, "claude-code:live-1")] == ["turned on while running"]
+    assert rt.capture.status()["harnesses"] == ["claude-code"] and rt.capture.status()["running"]
+    write_config(ws, capture={"harnesses": []})
+    rt.reload_config()
+    assert not rt.capture.status()["running"] and rt.capture.status()["harnesses"] == []
+    append(f, claude_line("live-1", 1, "assistant", "written while capture is off"))
+    time.sleep(0.5)
+    assert len(turns(rt.db, "claude-code:live-1")) == 1

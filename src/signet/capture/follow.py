@@ -152,6 +152,21 @@ class LiveCapture:
             self._thread.join(timeout=15)
             self._thread = None
 
+    def reconfigure(self, settings: CaptureSettings) -> bool:
+        """agent.yaml's ``capture`` section changed under a running daemon: follow the new
+        harnesses and roots from now on (the durable cursors keep every file's place, so a
+        harness turned off and on again resumes where it stopped). Returns whether anything
+        changed."""
+        if settings == self.settings:
+            return False
+        running = self._thread is not None
+        self.stop()
+        self.settings = settings
+        self.harnesses = list(settings.harnesses)
+        if running or self.harnesses:
+            self.start()
+        return True
+
     def _run(self) -> None:
         from watchfiles import watch
 

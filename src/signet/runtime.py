@@ -237,7 +237,13 @@ class Runtime:
         self.retention.start()
         self.watcher.start()
         pipeline = self.settings.memory.pipeline
-        recover_transcripts(self.db, self.workspace.root, enqueue=pipeline.enabled, max_attempts=pipeline.max_attempts)
+        recover_transcripts(
+            self.db,
+            self.workspace.root,
+            enqueue=pipeline.enabled,
+            max_attempts=pipeline.max_attempts,
+            on_stored=self.hooks.recovered,
+        )
         self.auth.sync_roster()
         self.pipeline.start()  # releases every lease a previous run left, document jobs' too
         self.document_worker.start()

@@ -16,6 +16,7 @@ from typing import Any
 from fastapi.testclient import TestClient
 
 from signet.continuity import artifacts, synthesis
+from signet.hooks.transcripts import transcript_file, write_transcript
 from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.conftest import DaemonProcess, free_port, write_config
@@ -447,3 +448,22 @@ def test_a_spent_budget_makes_summary_jobs_wait_never_die(
     assert "budget" in status["waiting_reason"] and status["summaries"]["by_status"]["dead"] == 0
     summaries = [r for r in fake_llm.requests if "Summarize this coding-agent session" in str(r["body"])]
     assert len(summaries) == 1  # the call over the limit was never made
+
+
+def test_a_session_recovered_at_start_up_gets_its_checkpoint_score_and_summary(
+    continuity_ws: Callable[..., Workspace], open_app: OpenApp
+) -> None:
+    """A session that ended while the daemon was down (the hook kept its transcript) is
+    stored at start-up; it gets what its session-end hook would have given it."""
+    ws = continuity_ws()
+    turns = [
+        {"role": "user", "content": "The staging database moved to db-staging-2 last night"},
+        {"role": "assistant", "content": "Noted: staging now points at db-staging-2"},
+    ]
+    write_transcript(transcript_file(ws.root, "claude-code", "down-1"), "claude-code:down-1", turns)
+    rt, api = open_app(ws)
+    wait_for(lambda: summary_status(rt).get("completed") == 1, timeout=30, what="recovered session summarized")
+    assert len(summary_files(ws)) == 1
+    cps = api.get("/api/checkpoints/claude-code:down-1").json()["checkpoints"]
+    ended = [c for c in cps if c["trigger"] == "session_end"]
+    assert len(ended) == 1 and "db-staging-2" in ended[0]["content"], cps

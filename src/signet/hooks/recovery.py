@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import logging
+from collections.abc import Callable
 from pathlib import Path
 
 from signet.ingest.base import TranscriptError, file_hash, first_line
@@ -17,6 +18,7 @@ from signet.ingest.jsonl_generic import ADAPTER as JSONL
 from signet.ingest.service import ingest_transcript
 from signet.store.database import Database
 from signet.store.sqlite import Connection
+from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
 
@@ -36,8 +38,14 @@ def session_key_of(path: Path) -> str | None:
     return key if isinstance(key, str) and ":" in key else None
 
 
-def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int) -> int:
-    """Store the kept transcripts the database does not have; returns how many were stored."""
+Recovered = Callable[[str, str, str, list[Turn]], None]
+"""Told ``(session key, session id, harness, turns)`` of each session stored."""
+
+
+def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int, on_stored: Recovered | None = None) -> int:
+    """Store the kept transcripts the database does not have; returns how many were stored.
+    ``on_stored`` gives each stored session what its session-end hook would have given it
+    (signet.hooks.service.HookService.recovered: checkpoint, continuity score, summary job)."""
     files = pending_transcripts(root)
     if not files:
         return 0
@@ -72,7 +80,10 @@ def recover(db: Database, root: Path, *, enqueue: bool, max_attempts: int) -> in
             enqueue=enqueue,
             max_attempts=max_attempts,
         )
-        stored += out.status == "stored"
+        if out.status == "stored":
+            stored += 1
+            if on_stored is not None:
+                on_stored(key, session_id, harness, parsed.turns)
     if stored:
         log.info("recovered %d session transcript(s) kept while the daemon was down", stored)
     return stored

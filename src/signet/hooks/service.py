@@ -351,6 +351,28 @@ class HookService:
     def transcript_path(self, harness: str, session_id: str) -> Path:
         return transcript_file(self.root, harness, session_id)
 
+    def recovered(self, key: str, session_id: str, harness: str, turns: list[Turn]) -> None:
+        """A session that ended while the daemon was down was stored at start-up (its
+        transcript and extraction by signet.hooks.recovery): give it the rest of what its
+        session-end hook would have, a checkpoint, a continuity score and a summary job."""
+        if self.continuity is None:
+            return
+        continuity = self.continuity
+        handoff = last_exchanges(turns, self.settings.handoff_exchanges)
+        self.db.write(
+            lambda conn: continuity.on_session_end(
+                conn,
+                key,
+                session_id=session_id,
+                harness=harness,
+                project=None,
+                agent_id="default",
+                turns=turns,
+                handoff=handoff,
+            )
+        )
+        continuity.after_session_end("default")
+
     def session_end(self, req: SessionEndRequest, *, scope: ReadScope = UNSCOPED) -> SessionEndResponse:
         req, agent = owned(req, scope)
         key = store.session_key(req.harness, req.session_id)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from typer.testing import CliRunner
 
 from signet.bench.conversations import load
@@ -41,6 +42,7 @@ def test_conversations_are_distinct_deterministic_and_split(tmp_path: Path) -> N
     assert len(a.questions) == 40 and all(t.startswith(("Ana: ", "Bo: ")) for t in a.turns)
 
 
+@pytest.mark.long  # ~4 minutes: kills, soak and fuzz have their own tests in tests/core
 def test_reliability_quick_report(tmp_path: Path) -> None:
     out = tmp_path / "reliability.json"
     res = CliRunner().invoke(

@@ -27,14 +27,14 @@ def cli(ws: Workspace, port: int, *args: str, input: str | None = None) -> subpr
     )
 
 
-def test_health_answers_within_a_second_of_start(
-    workspace: Workspace, start_daemon: Callable[..., DaemonProcess]
-) -> None:
+def test_health_answers_while_the_model_loads(workspace: Workspace, start_daemon: Callable[..., DaemonProcess]) -> None:
+    """How soon /health answers is a figure of `signet bench latency` (start -> /health), not a
+    timed test; here only a start that waits for something it should not (the model, which
+    loads in the background) is caught, with room for a loaded CI machine."""
     started = time.monotonic()
     d = start_daemon(workspace)
     elapsed = time.monotonic() - started
-    # The model loads in the background: /health must not wait for torch.
-    assert elapsed < 5.0, elapsed  # includes interpreter start-up; the app itself is up long before
+    assert elapsed < 30.0, elapsed  # includes interpreter start-up
     with d.client() as c:
         h = c.get("/health").json()
         assert h == {"status": "ok"}  # public: nothing more (pid, version, uptime are in /api/status)

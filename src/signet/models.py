@@ -435,6 +435,22 @@ class UnretireResponse(BaseModel):
     entries: int = Field(description="ledger rows dropped")
 
 
+class Retirement(BaseModel):
+    content_hash: str
+    agent_id: str
+    project: str | None
+    memory_id: str | None
+    content: str | None
+    reason: str | None
+    retired_by: str | None
+    retired_at: str
+
+
+class RetirementList(BaseModel):
+    items: list[Retirement]
+    total: int
+
+
 class Signal(BaseModel):
     id: str
     seq: int = Field(description="the memory's position in the store: the consumer's watermark")

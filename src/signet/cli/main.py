@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "update",
     "config",
     "dashboard",
+    "continuity",
 ]
 
 for _name in COMMAND_MODULES:

@@ -20,7 +20,7 @@ import httpx
 
 from signet.errors import DaemonUnavailable
 from signet.instance import workspace_header
-from signet.sdk import _ops
+from signet.sdk import _ops, _ops_admin, _ops_content, _ops_lifecycle, _ops_upkeep
 from signet.sdk._core import Call, read_response
 
 P = ParamSpec("P")
@@ -162,6 +162,15 @@ class AsyncDriver:
 
 _S = TypeVar("_S", bound=SyncDriver)
 _A = TypeVar("_A", bound=AsyncDriver)
+D = TypeVar("D", SyncDriver, AsyncDriver)
+
+
+class Group(Generic[D]):
+    """A namespace of related operations on a client (``client.documents.add(...)``): its
+    :class:`Op` methods run on the client's driver, sync or async like the client."""
+
+    def __init__(self, driver: D) -> None:
+        self._driver: D = driver
 
 
 class Op(Generic[P, T]):
@@ -175,14 +184,16 @@ class Op(Generic[P, T]):
     def __get__(self, obj: None, owner: type[Any]) -> Op[P, T]: ...
 
     @overload
-    def __get__(self, obj: AsyncDriver, owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
+    def __get__(self, obj: AsyncDriver | Group[AsyncDriver], owner: type[Any]) -> Callable[P, Awaitable[T]]: ...
 
     @overload
-    def __get__(self, obj: SyncDriver, owner: type[Any]) -> Callable[P, T]: ...
+    def __get__(self, obj: SyncDriver | Group[SyncDriver], owner: type[Any]) -> Callable[P, T]: ...
 
     def __get__(self, obj: object, owner: type[Any]) -> Any:
         if obj is None:
             return self
+        if isinstance(obj, Group):
+            obj = obj._driver
         build = self.build
         if isinstance(obj, AsyncDriver):
             driver = obj
@@ -233,6 +244,131 @@ class _Operations:
     secrets = Op(_ops.secrets)
     secret_exec = Op(_ops.secret_exec)
     secret_run = Op(_ops.secret_run)
+    # lifecycle (history, recover and feedback are above)
+    split = Op(_ops_lifecycle.split)
+    unretire = Op(_ops_lifecycle.unretire)
+    retirements = Op(_ops_lifecycle.retirements)
+    sources = Op(_ops_lifecycle.sources)
+    signals = Op(_ops_lifecycle.signals)
+    ack_signals = Op(_ops_lifecycle.ack_signals)
+    # daemon health and data
+    diagnostics = Op(_ops_upkeep.diagnostics)
+    diagnostics_domain = Op(_ops_upkeep.diagnostics_domain)
+    embeddings_status = Op(_ops_upkeep.embeddings_status)
+    backups = Op(_ops_admin.backups)
+    backup = Op(_ops_admin.backup)
+    export = Op(_ops_admin.export)
+    import_lines = Op(_ops_admin.import_lines)
+
+
+class Documents(Group[D]):
+    """``client.documents``: web pages, files and texts chunked into memories (docs/documents.md)."""
+
+    add = Op(_ops_content.add_document)
+    list = Op(_ops_content.list_documents)
+    get = Op(_ops_content.get_document)
+    chunks = Op(_ops_content.document_chunks)
+    delete = Op(_ops_content.delete_document)
+
+
+class Connectors(Group[D]):
+    """``client.connectors``: folders kept in sync as documents."""
+
+    create = Op(_ops_content.create_connector)
+    list = Op(_ops_content.list_connectors)
+    get = Op(_ops_content.get_connector)
+    health = Op(_ops_content.connector_health)
+    sync = Op(_ops_content.sync_connector)
+    delete = Op(_ops_content.delete_connector)
+
+
+class Tasks(Group[D]):
+    """``client.tasks``: scheduled commands and harness prompts (docs/tasks.md)."""
+
+    list = Op(_ops_admin.list_tasks)
+    create = Op(_ops_admin.create_task)
+    get = Op(_ops_admin.get_task)
+    update = Op(_ops_admin.update_task)
+    delete = Op(_ops_admin.delete_task)
+    run = Op(_ops_admin.run_task)
+    runs = Op(_ops_admin.task_runs)
+
+
+class Skills(Group[D]):
+    """``client.skills``: installed skills and the skills index (docs/skills.md)."""
+
+    list = Op(_ops_admin.list_skills)
+    search = Op(_ops_admin.search_skills)
+    get = Op(_ops_admin.get_skill)
+    install = Op(_ops_admin.install_skill)
+    remove = Op(_ops_admin.remove_skill)
+    use = Op(_ops_admin.use_skill)
+
+
+class Pipeline(Group[D]):
+    """``client.pipeline``: the extraction queue (docs/pipeline.md)."""
+
+    status = Op(_ops_upkeep.pipeline_status)
+    jobs = Op(_ops_upkeep.pipeline_jobs)
+    job = Op(_ops_upkeep.pipeline_job)
+    requeue_dead = Op(_ops_upkeep.requeue_dead)
+    release_leases = Op(_ops_upkeep.release_leases)
+
+
+class Repair(Group[D]):
+    """``client.repair``: the repair actions (through the daemon's repair gate) and the maintenance worker."""
+
+    retention_sweep = Op(_ops_upkeep.retention_sweep)
+    check_fts = Op(_ops_upkeep.check_fts)
+    embedding_gaps = Op(_ops_upkeep.embedding_gaps)
+    re_embed = Op(_ops_upkeep.re_embed)
+    clean_orphans = Op(_ops_upkeep.clean_orphans)
+    dedup_stats = Op(_ops_upkeep.dedup_stats)
+    deduplicate = Op(_ops_upkeep.deduplicate)
+    audit = Op(_ops_upkeep.repair_audit)
+    maintenance = Op(_ops_upkeep.maintenance)
+    run_maintenance = Op(_ops_upkeep.run_maintenance)
+
+
+class Consolidation(Group[D]):
+    """``client.consolidation``: plan, apply, list and undo consolidation runs (docs/lifecycle.md)."""
+
+    plan = Op(_ops_lifecycle.consolidation_plan)
+    apply = Op(_ops_lifecycle.consolidation_apply)
+    list = Op(_ops_lifecycle.consolidation_runs)
+    get = Op(_ops_lifecycle.consolidation_run)
+    undo = Op(_ops_lifecycle.consolidation_undo)
+
+
+class Continuity(Group[D]):
+    """``client.continuity``: checkpoints, session summaries and MEMORY.md synthesis."""
+
+    checkpoints = Op(_ops_lifecycle.checkpoints)
+    session_checkpoints = Op(_ops_lifecycle.session_checkpoints)
+    status = Op(_ops_lifecycle.continuity_status)
+    synthesis_request = Op(_ops_lifecycle.synthesis_request)
+    write_synthesis = Op(_ops_lifecycle.write_synthesis)
+    synthesize = Op(_ops_lifecycle.synthesize)
+    remove_summaries = Op(_ops_lifecycle.remove_summaries)
+
+
+class Git(Group[D]):
+    """``client.git``: the workspace repository's sync (docs/git.md)."""
+
+    status = Op(_ops_admin.git_status)
+    config = Op(_ops_admin.git_config)
+    set_remote = Op(_ops_admin.git_set_remote)
+    pull = Op(_ops_admin.git_pull)
+    push = Op(_ops_admin.git_push)
+    sync = Op(_ops_admin.git_sync)
+
+
+class Analytics(Group[D]):
+    """``client.analytics``: usage, latency and errors since the daemon started."""
+
+    usage = Op(_ops_admin.analytics_usage)
+    latency = Op(_ops_admin.analytics_latency)
+    errors = Op(_ops_admin.analytics_errors)
 
 
 class SignetClient(SyncDriver, _Operations):
@@ -240,8 +376,90 @@ class SignetClient(SyncDriver, _Operations):
 
     ``url`` defaults to ``SIGNET_HOST``/``SIGNET_PORT``, then agent.yaml's ``daemon``
     section, then ``http://127.0.0.1:3850``; ``token`` to ``SIGNET_TOKEN`` (team mode).
+    Memory operations are methods; the other areas are namespaces (``client.documents``,
+    ``client.tasks``, …) with the same typing.
     """
+
+    @functools.cached_property
+    def documents(self) -> Documents[SyncDriver]:
+        return Documents(self)
+
+    @functools.cached_property
+    def connectors(self) -> Connectors[SyncDriver]:
+        return Connectors(self)
+
+    @functools.cached_property
+    def tasks(self) -> Tasks[SyncDriver]:
+        return Tasks(self)
+
+    @functools.cached_property
+    def skills(self) -> Skills[SyncDriver]:
+        return Skills(self)
+
+    @functools.cached_property
+    def pipeline(self) -> Pipeline[SyncDriver]:
+        return Pipeline(self)
+
+    @functools.cached_property
+    def repair(self) -> Repair[SyncDriver]:
+        return Repair(self)
+
+    @functools.cached_property
+    def consolidation(self) -> Consolidation[SyncDriver]:
+        return Consolidation(self)
+
+    @functools.cached_property
+    def continuity(self) -> Continuity[SyncDriver]:
+        return Continuity(self)
+
+    @functools.cached_property
+    def git(self) -> Git[SyncDriver]:
+        return Git(self)
+
+    @functools.cached_property
+    def analytics(self) -> Analytics[SyncDriver]:
+        return Analytics(self)
 
 
 class AsyncSignetClient(AsyncDriver, _Operations):
     """The same client for asyncio: every method returns an awaitable of the same model."""
+
+    @functools.cached_property
+    def documents(self) -> Documents[AsyncDriver]:
+        return Documents(self)
+
+    @functools.cached_property
+    def connectors(self) -> Connectors[AsyncDriver]:
+        return Connectors(self)
+
+    @functools.cached_property
+    def tasks(self) -> Tasks[AsyncDriver]:
+        return Tasks(self)
+
+    @functools.cached_property
+    def skills(self) -> Skills[AsyncDriver]:
+        return Skills(self)
+
+    @functools.cached_property
+    def pipeline(self) -> Pipeline[AsyncDriver]:
+        return Pipeline(self)
+
+    @functools.cached_property
+    def repair(self) -> Repair[AsyncDriver]:
+        return Repair(self)
+
+    @functools.cached_property
+    def consolidation(self) -> Consolidation[AsyncDriver]:
+        return Consolidation(self)
+
+    @functools.cached_property
+    def continuity(self) -> Continuity[AsyncDriver]:
+        return Continuity(self)
+
+    @functools.cached_property
+    def git(self) -> Git[AsyncDriver]:
+        return Git(self)
+
+    @functools.cached_property
+    def analytics(self) -> Analytics[AsyncDriver]:
+        return Analytics(self)

@@ -15,10 +15,20 @@ import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Generic, TypeVar
+from urllib.parse import quote
 
 from pydantic import BaseModel, ValidationError
 
-from signet.errors import InvalidRequest, RateLimited, SignetError, error_from_payload
+from signet.errors import (
+    Conflict,
+    Forbidden,
+    InvalidRequest,
+    NotFound,
+    RateLimited,
+    SignetError,
+    Unauthorized,
+    error_from_payload,
+)
 
 T = TypeVar("T")
 M = TypeVar("M", bound=BaseModel)
@@ -34,6 +44,14 @@ CODE_BY_STATUS = {
     429: "rate_limited",
     503: "daemon_unavailable",
 }
+CLASS_BY_STATUS: dict[int, type[SignetError]] = {
+    400: InvalidRequest,
+    401: Unauthorized,
+    403: Forbidden,
+    404: NotFound,
+    409: Conflict,
+    422: InvalidRequest,
+}
 
 
 @dataclass(frozen=True)
@@ -45,6 +63,8 @@ class Call(Generic[T]):
     parse: Callable[[Any], T]
     json: Any = None
     params: Mapping[str, Any] = field(default_factory=dict)
+    # A 2xx body that is not JSON (the NDJSON export): ``parse`` gets the decoded text.
+    text: bool = False
 
 
 def validation_message(exc: ValidationError) -> str:
@@ -94,6 +114,26 @@ def parser(model: type[M]) -> Callable[[Any], M]:
     return model.model_validate
 
 
+def json_object(data: Any) -> dict[str, Any]:
+    """A JSON object as it is: for operator reports whose models live in the daemon's route
+    modules, which the SDK may not import (the layers contract keeps it below the daemon)."""
+    if not isinstance(data, dict):
+        raise SignetError(f"expected a JSON object, got {type(data).__name__}", code="bad_response")
+    return data
+
+
+def as_text(data: Any) -> str:
+    return str(data)
+
+
+def segment(value: str, noun: str) -> str:
+    """One path segment from a caller's id or name, percent-quoted so a ``/`` or ``..`` in it
+    cannot reach another route; an empty one fails here, before any I/O."""
+    if not isinstance(value, str) or not value.strip():
+        raise InvalidRequest(f"a {noun} is required")
+    return quote(value, safe="")
+
+
 def error_for(status: int, headers: Mapping[str, str], content: bytes) -> SignetError:
     """The typed exception an error response describes."""
     try:
@@ -111,6 +151,11 @@ def error_for(status: int, headers: Mapping[str, str], content: bytes) -> Signet
             payload["retry_after"] = 1
     err = error_from_payload(status, payload)
     if type(err) is SignetError:
+        # A code this SDK has no class for (``invalid_schedule``, ``session_not_found``): the
+        # status still says what kind of failure it is, so ``except NotFound`` catches it.
+        cls = CLASS_BY_STATUS.get(status)
+        if cls is not None:
+            return cls(err.message, code=err.code, **err.details)
         err.status = status
     return err
 
@@ -137,6 +182,8 @@ def read_response(call: Call[T], status: int, headers: Mapping[str, str], conten
     """The parsed body of a 2xx answer, or the typed error of any other."""
     if status >= 400:
         raise error_for(status, headers, content)
+    if call.text:
+        return call.parse(content.decode("utf-8", "replace"))
     try:
         data = json.loads(content)
     except ValueError:

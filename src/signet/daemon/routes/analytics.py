@@ -21,6 +21,13 @@ from pydantic import BaseModel, ConfigDict, Field
 from signet.daemon.deps import RuntimeDep, ScopeDep
 from signet.models import UtcDatetime
 from signet.ops.analytics import ErrorCode, Stage
+from signet.ops.analytics_report import (
+    ErrorEntryOut,
+    ErrorsReport,
+    ErrorSummary,
+    LatencyReport,
+    UsageReport,
+)
 from signet.ops.diagnostics import mutation_domain
 from signet.ops.telemetry import EventName
 from signet.runtime import Runtime
@@ -50,16 +57,6 @@ def _iso(dt: datetime | None) -> str | None:
 # -- analytics -------------------------------------------------------------------------------
 
 
-class UsageReport(BaseModel):
-    since: str
-    uptime_s: float
-    totals: dict[str, int]
-    endpoints: dict[str, dict[str, Any]]
-    actors: dict[str, dict[str, int]]
-    providers: dict[str, dict[str, Any]]
-    connectors: dict[str, dict[str, int]]
-
-
 @router.get("/api/analytics/usage", response_model=UsageReport)
 async def usage(runtime: RuntimeDep) -> UsageReport:
     """Counters since the daemon started: per endpoint (route template: calls, errors, total
@@ -75,29 +72,6 @@ class ErrorsQuery(_Query):
     limit: int = Field(100, ge=1, le=500)
 
 
-class ErrorEntryOut(BaseModel):
-    at: str
-    stage: str
-    code: str
-    message: str
-    memory_id: str | None
-    actor: str | None
-    route: str | None
-
-
-class ErrorSummary(BaseModel):
-    total: int
-    buffered: int
-    capacity: int | None
-    by_stage: dict[str, int]
-    by_code: dict[str, int]
-
-
-class ErrorsReport(BaseModel):
-    errors: list[ErrorEntryOut]
-    summary: ErrorSummary
-
-
 @router.get("/api/analytics/errors", response_model=ErrorsReport)
 async def errors(runtime: RuntimeDep, q: Annotated[ErrorsQuery, Query()]) -> ErrorsReport:
     """The error ring (the last 500), newest first, filtered by stage, code and time; the
@@ -107,21 +81,6 @@ async def errors(runtime: RuntimeDep, q: Annotated[ErrorsQuery, Query()]) -> Err
     return ErrorsReport.model_validate(
         {"errors": a.errors(stage=q.stage, code=q.code, since=since, limit=q.limit), "summary": a.error_summary()}
     )
-
-
-class LatencySnapshot(BaseModel):
-    count: int
-    mean: float | None
-    p50: float | None
-    p95: float | None
-    p99: float | None
-    window: int
-
-
-class LatencyReport(BaseModel):
-    unit: str
-    operations: dict[str, LatencySnapshot]
-    routes: dict[str, LatencySnapshot]
 
 
 @router.get("/api/analytics/latency", response_model=LatencyReport)

@@ -12,6 +12,14 @@ from fastapi import APIRouter, Depends, Path, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from signet.continuity import artifacts, checkpoints
+from signet.continuity.models import (
+    ArtifactRemoval,
+    Checkpoint,
+    CheckpointList,
+    ContinuityStatus,
+    SynthesisRequest,
+    SynthesisWritten,
+)
 from signet.continuity.service import ContinuityService
 from signet.daemon.deps import RuntimeDep, ScopeDep
 from signet.errors import NotFound
@@ -42,25 +50,6 @@ class _Query(BaseModel):
 class CheckpointQuery(_Query):
     project: Name | None = None
     limit: int = Field(50, ge=1, le=500)
-
-
-class Checkpoint(BaseModel):
-    id: str
-    session_key: str
-    harness: str
-    project: str | None
-    agent_id: str
-    trigger: str = Field(description="pre_compaction, periodic, compaction, compaction_summary, session_end, "
-                         "session_summary")  # fmt: skip
-    turn: int
-    content: str
-    state: dict[str, Any]
-    created_at: str
-
-
-class CheckpointList(BaseModel):
-    checkpoints: list[Checkpoint]
-    count: int
 
 
 def _agents(scope: ReadScope) -> tuple[str, ...] | None:
@@ -101,15 +90,6 @@ class SynthesisQuery(_Query):
     agent_id: AgentName = "default"
 
 
-class SynthesisRequest(BaseModel):
-    agent_id: str
-    path: str = Field(description="MEMORY.md's path in the workspace")
-    prompt: str = Field(description="the prompt to give a model; its answer is POSTed back")
-    max_chars: int
-    material: dict[str, int]
-    fingerprint: str = Field(description="changes when the material does")
-
-
 class SynthesisResult(StrictModel):
     content: Annotated[str, Field(min_length=1, max_length=200_000)]
     agent_id: AgentName = "default"
@@ -117,18 +97,6 @@ class SynthesisResult(StrictModel):
 
 class SynthesisRunBody(StrictModel):
     agent_id: AgentName = "default"
-
-
-class SynthesisWritten(BaseModel):
-    agent_id: str
-    path: str
-    source: str = Field(description="llm, harness or deterministic (lists, no LLM)")
-    model: str | None
-    chars: int
-    truncated: bool
-    changed: bool
-    material: dict[str, int]
-    at: str
 
 
 @router.get("/api/hooks/synthesis", response_model=SynthesisRequest)
@@ -150,11 +118,6 @@ def synthesis_run(body: SynthesisRunBody, cont: ContinuityDep, scope: ScopeDep) 
     """Regenerate MEMORY.md's block now: with the configured LLM, or as lists without one."""
     scope.check_agent(body.agent_id)
     return SynthesisWritten.model_validate(cont.synthesize(body.agent_id, cont.usable_llm()))
-
-
-class ArtifactRemoval(BaseModel):
-    session_token: str
-    removed_paths: list[str]
 
 
 class RemovalBody(StrictModel):
@@ -186,15 +149,6 @@ def remove_artifacts(
     if known is None:
         raise NotFound("no summaries for that session token", code="session_not_found")
     return ArtifactRemoval(session_token=session_token, removed_paths=cont.db.write(remove))
-
-
-class ContinuityStatus(BaseModel):
-    summaries: dict[str, Any]
-    provider: str | None
-    waiting_reason: str | None
-    last_synthesis: dict[str, Any] | None
-    last_error: str | None
-    worker_alive: bool
 
 
 @router.get("/api/continuity/status", response_model=ContinuityStatus)

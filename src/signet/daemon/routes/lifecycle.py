@@ -6,11 +6,12 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Query
-from pydantic import BaseModel
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.models import (
     ErrorResponse,
+    Retirement,
+    RetirementList,
     SignalAckRequest,
     SignalAckResponse,
     SignalsResponse,
@@ -30,22 +31,6 @@ router = APIRouter(
         422: {"model": ErrorResponse},
     },
 )
-
-
-class Retirement(BaseModel):
-    content_hash: str
-    agent_id: str
-    project: str | None
-    memory_id: str | None
-    content: str | None
-    reason: str | None
-    retired_by: str | None
-    retired_at: str
-
-
-class RetirementList(BaseModel):
-    items: list[Retirement]
-    total: int
 
 
 @router.post("/api/memory/{memory_id}/split", response_model=SplitResponse)

@@ -28,6 +28,16 @@ def chromium_path() -> str | None:
     return None
 
 
+_cleared: list[bool] = []
+
+
+def clear_artifacts_once() -> None:
+    """This run's screenshots only: cleared by the first module to start a browser, not by each."""
+    if not _cleared:
+        shutil.rmtree(ARTIFACTS, ignore_errors=True)
+        _cleared.append(True)
+
+
 @pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
     """A headless chromium, or a skip that says how to install it (the README's test command does)."""
@@ -38,7 +48,7 @@ def browser() -> Iterator[Any]:
         from playwright.sync_api import sync_playwright
     except ImportError:
         pytest.skip("playwright is not installed: pip install -e '.[test]'")
-    shutil.rmtree(ARTIFACTS, ignore_errors=True)  # this run's screenshots only
+    clear_artifacts_once()
     pw = sync_playwright().start()
     try:
         b = pw.chromium.launch(executable_path=exe, args=["--no-sandbox", "--disable-dev-shm-usage"])
@@ -64,3 +74,31 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[None]) ->
     rep = yield
     setattr(item, f"rep_{rep.when}", rep)
     return rep
+
+
+@pytest.fixture
+def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
+    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
+    p = ctx.new_page()
+    errors: list[str] = []
+    p.on("pageerror", lambda exc: errors.append(str(exc)))
+    p.set_default_timeout(10_000)
+    try:
+        yield p
+        failed = getattr(request.node, "rep_call", None)
+        if failed is not None and failed.failed:
+            shot(p, f"FAILED-{request.node.name}")
+        assert not errors, f"JavaScript errors on the page: {errors}"
+    finally:
+        ctx.close()
+
+
+def axe_violations(page: Any) -> list[str]:
+    """axe-core's WCAG 2.1 A and AA violations on the page, one line each."""
+    from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
+
+    results = Axe().run(page, options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21aa"]}})
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
+        for v in results.response["violations"]
+    ]

@@ -18,7 +18,7 @@ import yaml
 from signet.auth.tokens import issue, load_secret
 from signet.workspace import Workspace, setup_workspace
 from tests.conftest import DaemonProcess, launch_daemon, write_config
-from tests.dashboard.conftest import shot
+from tests.dashboard.conftest import axe_violations, shot
 
 pytestmark = pytest.mark.slow
 
@@ -62,34 +62,6 @@ def daemon(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
         yield d
     finally:
         d.stop()
-
-
-@pytest.fixture
-def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
-    ctx = browser.new_context(viewport={"width": 1280, "height": 860})
-    p = ctx.new_page()
-    errors: list[str] = []
-    p.on("pageerror", lambda exc: errors.append(str(exc)))
-    p.set_default_timeout(10_000)
-    try:
-        yield p
-        failed = getattr(request.node, "rep_call", None)
-        if failed is not None and failed.failed:
-            shot(p, f"FAILED-{request.node.name}")
-        assert not errors, f"JavaScript errors on the page: {errors}"
-    finally:
-        ctx.close()
-
-
-def axe_violations(page: Any) -> list[str]:
-    """axe-core's WCAG 2.1 A and AA violations on the page, one line each."""
-    from axe_playwright_python.sync_playwright import Axe  # type: ignore[import-untyped]
-
-    results = Axe().run(page, options={"runOnly": {"type": "tag", "values": ["wcag2a", "wcag2aa", "wcag21aa"]}})
-    return [
-        f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
-        for v in results.response["violations"]
-    ]
 
 
 def memory_id(d: DaemonProcess, text: str) -> str:

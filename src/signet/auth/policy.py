@@ -67,6 +67,8 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("GET", "/api/auth/whoami"): "none",
     ("POST", "/api/auth/token"): "admin",
     ("POST", "/api/auth/revoke"): "admin",
+    ("GET", "/api/auth/agents"): "admin",
+    ("GET", "/api/auth/revocations"): "admin",
     ("POST", "/api/memory/remember"): "remember",
     ("POST", "/api/memory/remember/batch"): "remember",
     ("POST", "/api/memory/recall"): "recall",

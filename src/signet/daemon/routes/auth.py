@@ -1,10 +1,12 @@
-"""/api/auth/*: who am I, issue a token (admin), revoke a token (admin)."""
+"""/api/auth/*: who am I, issue a token (admin), revoke a token (admin), and the admin's lists
+(agents with their read policy and memory counts, revoked tokens) that the dashboard shows."""
 
 from __future__ import annotations
 
+import json
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, Field
 
 from signet.auth.policy import ALL_PERMISSIONS, ROLE_PERMISSIONS
@@ -13,6 +15,7 @@ from signet.auth.tokens import Role, issue
 from signet.daemon.deps import RuntimeDep
 from signet.models import StrictModel
 from signet.store.scope import UNSCOPED, ReadScope
+from signet.store.sqlite import Connection
 
 router = APIRouter(prefix="/api/auth", tags=["auth"])
 
@@ -101,3 +104,85 @@ def revoke_token(body: RevokeRequest, runtime: RuntimeDep) -> dict[str, Any]:
     st = runtime.auth.synced()
     claims = revoke(runtime.db, body.token, st.secret, body.reason)
     return {"revoked": True, "sub": claims.sub, "exp": claims.exp}
+
+
+class AgentInfo(BaseModel):
+    name: str
+    read_policy: str
+    group: list[str]
+    on_roster: bool = Field(description="False for an agent id that owns memories but is not in agents.roster")
+    memories: int = Field(description="live memories it owns")
+
+
+class AgentList(BaseModel):
+    items: list[AgentInfo]
+
+
+class Revocation(BaseModel):
+    token_id: str = Field(description="the first 12 hex digits of the token's SHA-256 (the token is never stored)")
+    sub: str | None
+    revoked_at: int
+    expires_at: int
+    reason: str | None
+
+
+class RevocationList(BaseModel):
+    items: list[Revocation]
+    total: int
+
+
+@router.get("/agents")
+def list_agents(runtime: RuntimeDep) -> AgentList:
+    """The roster (agents table) and any other agent id that owns live memories: an agent's
+    read policy decides what its tokens see, so an admin checks it before issuing one."""
+    runtime.auth.synced()
+
+    def read(conn: Connection) -> AgentList:
+        counts = {
+            str(r[0]): int(r[1])
+            for r in conn.execute("SELECT agent_id, COUNT(*) FROM memories WHERE is_deleted = 0 GROUP BY agent_id")
+        }
+        items: list[AgentInfo] = []
+        for name, policy, group in conn.execute("SELECT name, read_policy, agent_group FROM agents ORDER BY name"):
+            items.append(
+                AgentInfo(
+                    name=name,
+                    read_policy=policy,
+                    group=json.loads(group or "[]"),
+                    on_roster=True,
+                    memories=counts.pop(name, 0),
+                )
+            )
+        items += [
+            AgentInfo(name=n, read_policy="shared", group=[], on_roster=False, memories=c)
+            for n, c in sorted(counts.items())
+        ]
+        return AgentList(items=items)
+
+    return runtime.db.read(read)
+
+
+@router.get("/revocations")
+def list_revocations(
+    runtime: RuntimeDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 100,
+    offset: Annotated[int, Query(ge=0, le=10_000_000)] = 0,
+) -> RevocationList:
+    """Revoked tokens, newest first. Tokens are signed, not stored, so this is the only token
+    list the daemon has: an issued token is known to it only once revoked."""
+
+    def read(conn: Connection) -> RevocationList:
+        total = int(conn.execute("SELECT COUNT(*) FROM auth_revocations").fetchone()[0])
+        rows = conn.execute(
+            "SELECT token_id, sub, revoked_at, expires_at, reason FROM auth_revocations"
+            " ORDER BY revoked_at DESC, token_id LIMIT ? OFFSET ?",
+            (limit, offset),
+        ).fetchall()
+        return RevocationList(
+            items=[
+                Revocation(token_id=r[0][:12], sub=r[1], revoked_at=r[2], expires_at=r[3], reason=r[4]) for r in rows
+            ],
+            total=total,
+        )
+
+    return runtime.db.read(read)

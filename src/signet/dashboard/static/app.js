@@ -6,8 +6,11 @@ import * as memory from "./memory.js";
 import * as map from "./map.js";
 import * as health from "./health.js";
 import * as workspace from "./workspace.js";
+import * as knowledge from "./knowledge.js";
+import * as documents from "./documents.js";
+import * as agents from "./agents.js";
 
-const PAGES = { memories, memory, map, health, workspace };
+const PAGES = { memories, memory, map, knowledge, documents, health, workspace, agents };
 let cleanup = null;
 
 async function whoami() {

@@ -3,6 +3,9 @@
 "use strict";
 import { api, el, notice } from "./api.js";
 
+// A first, down-sampled map paints at once whatever the store's size; the full one (up to
+// FULL points) replaces it when it arrives.
+const FIRST = 2000, FULL = 20000;
 const PALETTE = ["#7aa2f7", "#9ece6a", "#e0af68", "#f7768e", "#bb9af7", "#7dcfff", "#ff9e64", "#c0caf5", "#73daca", "#db4b4b", "#2ac3de", "#e6c07b"];
 
 export async function render(main) {
@@ -22,7 +25,7 @@ export async function render(main) {
 
   let data = null;
   for (;;) {
-    const r = await api("GET", "/api/embeddings/projection?dimensions=2&limit=20000", undefined, { raw: true });
+    const r = await api("GET", `/api/embeddings/projection?dimensions=2&limit=${FIRST}`, undefined, { raw: true });
     const body = await r.json();
     if (stopped || !canvas.isConnected) return null;
     if (r.status === 202) { status.textContent = `Computing the projection of ${body.embedding_count} memories…`; await new Promise((res) => setTimeout(res, 700)); continue; }
@@ -30,7 +33,8 @@ export async function render(main) {
     data = body;
     break;
   }
-  status.textContent = `${data.returned} of ${data.total} points · ${data.method} · computed ${data.cached_at.replace("T", " ").slice(0, 16)}`;
+  const describe = () => { status.textContent = `${data.returned} of ${data.total} points · ${data.method} · computed ${data.cached_at.replace("T", " ").slice(0, 16)}`; };
+  describe();
   if (!data.points.length) { status.textContent = "No embedded memories yet: remember something, then come back."; return null; }
 
   const dpr = window.devicePixelRatio || 1;
@@ -136,5 +140,19 @@ export async function render(main) {
   window.addEventListener("resize", draw);
   canvas.dataset.points = String(data.points.length);
   draw();
+  if (data.returned < data.total) {
+    status.textContent += " · loading more…";
+    api("GET", `/api/embeddings/projection?dimensions=2&limit=${FULL}`, undefined, { raw: true })
+      .then(async (r) => {
+        if (stopped || !canvas.isConnected || r.status !== 200) { if (!stopped) describe(); return; }
+        data = await r.json();
+        edges.checked = edges.checked && data.points.length <= 3000;
+        describe();
+        canvas.dataset.points = String(data.points.length);
+        canvas.dataset.complete = "";
+        draw();
+      })
+      .catch((e) => { describe(); notice(e.message); });
+  } else canvas.dataset.complete = "";
   return () => { stopped = true; window.removeEventListener("resize", draw); window.removeEventListener("mouseup", onUp); };
 }

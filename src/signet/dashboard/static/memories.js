@@ -26,6 +26,7 @@ function readForm(form) {
 export async function render(main, arg) {
   const params = new URLSearchParams(arg.startsWith("?") ? arg.slice(1) : "");
   let offset = 0;
+  let counting = 0; // the latest count asked for (an older answer is dropped)
   let items = [];
   const selected = new Set();
   const form = el("form", { id: "search", role: "search", "aria-label": "Search memories" },
@@ -120,16 +121,25 @@ export async function render(main, arg) {
       items = out.results;
       list.replaceChildren(...items.map((m) => row(m, true)));
     } else {
-      const p = new URLSearchParams({ limit: PAGE, offset });
+      // The page first (one row more says whether there is an older page), the count after it:
+      // counting every match is the one cost that grows with the store, so it never delays the rows.
+      const p = new URLSearchParams({ limit: PAGE + 1, offset, count: "false" });
       if (form.elements.include_deleted.checked) p.set("include_deleted", "true");
       for (const [k, v] of Object.entries(f)) (Array.isArray(v) ? v.forEach((x) => p.append("tag", x)) : p.set(k, v));
       const out = await api("GET", `/api/memories?${p}`);
-      meta.textContent = `${out.total} memories · showing ${out.total ? offset + 1 : 0}–${offset + out.items.length}`;
-      items = out.items;
+      const more = out.items.length > PAGE;
+      items = out.items.slice(0, PAGE);
+      const shown = `showing ${items.length ? offset + 1 : 0}–${offset + items.length}`;
+      meta.textContent = `${shown} · counting…`;
       list.replaceChildren(...items.map((m) => row(m, false)));
       pager.append(
         el("button", { type: "button", disabled: offset === 0, onclick: () => { offset = Math.max(0, offset - PAGE); load().catch((e) => notice(e.message)); } }, "← Newer"),
-        el("button", { type: "button", disabled: offset + PAGE >= out.total, onclick: () => { offset += PAGE; load().catch((e) => notice(e.message)); } }, "Older →"));
+        el("button", { type: "button", disabled: !more, onclick: () => { offset += PAGE; load().catch((e) => notice(e.message)); } }, "Older →"));
+      const asked = ++counting;
+      p.set("limit", "1"); p.set("offset", "0"); p.set("count", "true");
+      api("GET", `/api/memories?${p}`)
+        .then((c) => { if (asked === counting) meta.textContent = `${c.total} memories · ${shown}`; })
+        .catch((e) => { if (asked === counting) meta.textContent = `${shown} · count failed: ${e.message}`; });
     }
     if (!items.length) list.append(el("li", { class: "meta" }, "No memories match."));
   }

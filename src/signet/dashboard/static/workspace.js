@@ -146,17 +146,5 @@ async function secrets() {
 
 function tokens() {
   if (!can("admin")) return null;
-  const result = el("p", { id: "token-out", class: "mono", "aria-live": "polite" });
-  const form = el("form", { class: "row", "aria-label": "Issue a token" },
-    el("label", { for: "tok-sub" }, "Subject"), el("input", { id: "tok-sub", required: true, size: 12 }),
-    el("label", { for: "tok-role" }, "Role"), el("select", { id: "tok-role" }, ...["readonly", "agent", "operator", "admin"].map((r) => el("option", { value: r }, r))),
-    el("button", { type: "submit" }, "Issue token"));
-  form.addEventListener("submit", async (ev) => {
-    ev.preventDefault();
-    try {
-      const r = await api("POST", "/api/auth/token", { sub: form.querySelector("#tok-sub").value.trim(), role: form.querySelector("#tok-role").value });
-      result.textContent = `Shown once — copy it now: ${r.token}`;
-    } catch (e) { result.textContent = e.message; }
-  });
-  return section("Tokens", form, result);
+  return section("Tokens", el("p", {}, "Issue, revoke and review tokens on the ", el("a", { href: "#/agents" }, "Agents page"), "."));
 }

@@ -1,0 +1,55 @@
+"""What the rest of Signet uses of a store, so SQLite and PostgreSQL can both be one.
+
+Written from the callers (``grep`` over ``src/signet``: ``read`` 117 calls, ``write`` 115,
+``submit`` 13, ``after_commit`` 9, plus opening, closing and the runtime's two hooks), not
+from either implementation: a caller that needs more than this is tied to one engine.
+
+The contract both keep:
+
+- ``write(fn)`` runs ``fn(conn)`` in a write transaction and returns its result; if ``fn``
+  raises, only its own changes roll back (a savepoint) and the error reaches the caller. A
+  write called from inside a write runs inline, in the same transaction.
+- ``after_commit(cb)`` (from a write function only) runs ``cb`` once that write has committed,
+  never if it rolled back, before the writer's caller is woken (read-your-writes for
+  in-memory mirrors such as the vector index).
+- ``read(fn)`` runs ``fn(conn)`` in one consistent snapshot; a read inside a read on the same
+  thread shares it.
+- ``conn.execute(sql, params)`` takes the SQL the codebase writes (SQLite's dialect, ``?``
+  placeholders) and returns a cursor with ``fetchone``/``fetchall``/``rowcount``; rows index
+  by position and by column name. PostgreSQL translates it (signet.store.pg_dialect).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future
+from typing import Any, Literal, Protocol, Self, TypeVar, runtime_checkable
+
+T = TypeVar("T")
+
+Dialect = Literal["sqlite", "postgres"]
+
+
+@runtime_checkable
+class StorageBackend(Protocol):
+    dialect: Dialect
+    """Which SQL engine is behind ``conn`` (for the few statements that must differ)."""
+
+    on_trouble: Callable[[str, str | None], None] | None
+    on_migrate: Callable[[list[int]], None] | None
+
+    def open(self) -> Self: ...
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> Self: ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    def write(self, fn: Callable[[Any], T]) -> T: ...
+
+    def submit(self, fn: Callable[[Any], Any]) -> Future[Any]: ...
+
+    def after_commit(self, fn: Callable[[], None]) -> None: ...
+
+    def read(self, fn: Callable[[Any], T]) -> T: ...

@@ -1,0 +1,101 @@
+"""The PostgreSQL schema ends where SQLite's migrations end (signet.store.pg_schema)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+
+from signet.store import pg_schema
+from signet.store.migrations import MIGRATIONS
+from signet.store.pg_url import resolve
+from signet.store.postgres import PostgresDatabase
+from tests.pg import schema_gen
+
+NOW = "2026-01-01T00:00:00+00:00"
+
+
+def _sqlite_columns() -> dict[str, set[str]]:
+    import re
+
+    import sqlglot
+    from sqlglot import exp
+
+    out: dict[str, set[str]] = {}
+    for kind, name, sql in schema_gen.sqlite_schema():
+        if kind != "table" or name.startswith(("sqlite_", "schema_migrations")) or schema_gen._is_fts(name, sql):
+            continue
+        tree = sqlglot.parse_one(sql, read="sqlite")
+        out[name] = {c.name for c in tree.find_all(exp.ColumnDef)}
+        assert out[name], re.sub(r"\s+", " ", sql)[:80]
+    return out
+
+
+def test_the_committed_baseline_is_what_the_generator_derives() -> None:
+    """A SQLite migration that changed the schema needs a PostgreSQL one: this says so."""
+    assert "".join(pg_schema.BASELINE.split()) == "".join(schema_gen.postgres_ddl().split()), (
+        "the SQLite schema changed: add the matching PostgreSQL migration to signet.store.pg_schema"
+    )
+    assert max(m.version for m in MIGRATIONS) == max(m.version for m in pg_schema.PG_MIGRATIONS), (
+        "a new SQLite migration: add its PostgreSQL counterpart with the same number"
+    )
+
+
+def test_every_table_and_column_exists_on_postgres(pg_url: str) -> None:
+    with PostgresDatabase(resolve(pg_url, "env:SIGNET_TEST_NO_SUCH_VAR")) as db:
+        rows = db.read(
+            lambda c: c.execute(
+                "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = 'public'"
+            ).fetchall()
+        )
+    pg: dict[str, set[str]] = {}
+    for table, column in rows:
+        pg.setdefault(table, set()).add(column)
+    for table, columns in _sqlite_columns().items():
+        assert table in pg, table
+        assert columns <= pg[table], (table, columns - pg[table])
+        assert "rowid" in pg[table]
+
+
+def test_keyword_search_and_its_change_log(pg_url: str) -> None:
+    with PostgresDatabase(resolve(pg_url, "env:SIGNET_TEST_NO_SUCH_VAR")) as db:
+
+        def add(conn: Any) -> None:
+            for i, text in enumerate(["the quick brown fox", "a lazy dog sleeps", "Foxes are quick"]):
+                conn.execute(
+                    "INSERT INTO memories(id, content, content_hash, normalized_content, created_at, updated_at)"
+                    " VALUES (?, ?, ?, '', ?, ?)",
+                    (f"m{i}", text, f"h{i}", NOW, NOW),
+                )
+            conn.execute("UPDATE memories SET content = 'a lazy cat sleeps' WHERE id = 'm1'")
+            conn.execute("UPDATE memories SET importance = 0.9 WHERE id = 'm2'")  # not a keyword change
+
+        db.write(add)
+        hits = db.read(
+            lambda c: [
+                r[0]
+                for r in c.raw.execute(
+                    "SELECT id FROM memories WHERE fts @@ plainto_tsquery('simple', %s) ORDER BY seq", ("quick",)
+                ).fetchall()
+            ]
+        )
+        assert hits == ["m0", "m2"]
+        cat = db.read(
+            lambda c: c.raw.execute("SELECT id FROM memories WHERE fts @@ to_tsquery('simple', 'cat')").fetchall()
+        )
+        assert [r[0] for r in cat] == ["m1"]
+        logged = db.read(lambda c: [r[0] for r in c.execute("SELECT seq FROM keyword_changes ORDER BY id").fetchall()])
+        assert logged == [1, 2, 3, 2]
+
+
+def test_the_gin_index_is_used(pg_url: str) -> None:
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        PostgresDatabase(resolve(pg_url, "env:SIGNET_TEST_NO_SUCH_VAR")).open().close()
+        conn.execute("SET enable_seqscan = off")
+        plan = " ".join(
+            r[0]
+            for r in conn.execute(
+                "EXPLAIN SELECT id FROM memories WHERE fts @@ plainto_tsquery('simple', 'fox')"
+            ).fetchall()
+        )
+    assert "idx_memories_fts" in plan

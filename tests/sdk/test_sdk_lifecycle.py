@@ -12,7 +12,7 @@ import pytest
 
 from signet.continuity.models import CheckpointList, ContinuityStatus, SynthesisWritten
 from signet.models import RetirementList, SignalAckResponse, SignalsResponse, UnretireResponse
-from signet.ops.consolidation import ConsolidationRun, RunList, SourcesResponse
+from signet.ops.consolidation_models import ConsolidationRun, RunList, SourcesResponse
 from signet.sdk import AsyncSignetClient, Conflict, Forbidden, InvalidRequest, NotFound, SignetClient
 from signet.workspace import Workspace
 from tests.auth.conftest import configure, token_for

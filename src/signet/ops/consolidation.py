@@ -24,16 +24,25 @@ import threading
 import uuid
 from collections.abc import Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any, Literal
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
-from pydantic import BaseModel, Field
 
 from signet.config import ConsolidationSettings
 from signet.errors import Conflict, InvalidRequest, MutationsFrozen, NotFound, SignetError
 from signet.memory.service import MemoryService
-from signet.models import MemoryType, RememberRequest, ShortText, StrictModel, Visibility
-from signet.ops.consolidation_plan import Action, Llm, Plan, live_rows, plan, plan_json
+from signet.models import MemoryType, RememberRequest, Visibility
+from signet.ops.consolidation_models import (
+    Action,
+    ConsolidateRequest,
+    ConsolidationRun,
+    MemorySource,
+    Plan,
+    RunList,
+    RunSummary,
+    SourcesResponse,
+)
+from signet.ops.consolidation_plan import Llm, live_rows, plan, plan_json
 from signet.schedule import parse
 from signet.store import lifecycle
 from signet.store.records import now_iso, record_history
@@ -50,58 +59,6 @@ SOURCE_TYPE = "consolidation"
 
 RUNS_KEPT = 500
 """Runs listed by ``GET /api/consolidations`` at most (all are kept: undo needs them)."""
-
-
-class ConsolidateRequest(StrictModel):
-    dry_run: bool = Field(False, description="plan and store the plan; change nothing")
-    plan_id: ShortText | None = Field(None, description="apply this dry-run's stored plan (exactly it)")
-    tier2: bool = Field(True, description="ask the LLM to merge clusters (when a provider is configured)")
-
-
-class UndoRequest(StrictModel):
-    reason: ShortText | None = None
-
-
-class ConsolidationRun(BaseModel):
-    id: str
-    status: Literal["planned", "applied", "undone"]
-    trigger: str
-    actor: str
-    created_at: str
-    applied_at: str | None
-    undone_at: str | None
-    plan: Plan
-    created: dict[str, str] = Field(description="action index -> id of the memory a merge wrote")
-    counts: dict[str, int]
-
-
-class RunSummary(BaseModel):
-    id: str
-    status: str
-    trigger: str
-    actor: str
-    created_at: str
-    applied_at: str | None
-    undone_at: str | None
-    actions: int
-    retired: int
-    tier2: str
-
-
-class RunList(BaseModel):
-    items: list[RunSummary]
-
-
-class MemorySource(BaseModel):
-    source_id: str
-    run_id: str
-    content: str | None
-    is_deleted: bool | None
-
-
-class SourcesResponse(BaseModel):
-    id: str
-    sources: list[MemorySource]
 
 
 def pipeline_llm(pipeline: Pipeline) -> Llm:

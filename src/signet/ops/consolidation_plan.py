@@ -29,11 +29,10 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from signet.config import ConsolidationSettings
 from signet.memory.content import parse_content
 from signet.ops import dedup
+from signet.ops.consolidation_models import Action, Kind, Plan
 from signet.pipeline.extraction import parse_json_object, render
 from signet.pipeline.llm.base import LlmError, LlmTimeout, LlmUnavailable, RecordingLlm
 from signet.search.lifescore import TEMPORARY_TYPES
@@ -41,41 +40,10 @@ from signet.store.records import load_tags, to_iso
 from signet.store.scope import ReadScope
 from signet.store.sqlite import Connection
 
-Kind = Literal["duplicate", "expired", "stale_todo", "merge"]
-
 MAX_MERGED_CHARS = 4000
 """A merged memory longer than this is refused (the model rambled): the cluster stays as it is."""
 
 PREVIEW = 160
-
-
-class Action(BaseModel):
-    """One change of a plan. ``retire``: the memories it retires; ``keep``: a duplicate's
-    survivor; ``content``: a merge's new memory; ``versions``: every touched memory's version
-    when planned."""
-
-    kind: Kind
-    tier: Literal[1, 2]
-    agent_id: str
-    project: str | None
-    visibility: str
-    type: str
-    retire: list[str]
-    keep: str | None = None
-    similarity: float | None = None
-    content: str | None = None
-    importance: float | None = None
-    tags: list[str] = Field(default_factory=list)
-    reason: str
-    versions: dict[str, int]
-    previews: dict[str, str] = Field(default_factory=dict)
-
-
-class Plan(BaseModel):
-    actions: list[Action]
-    scanned: int
-    tier2: str = Field(description="`ran`, or `skipped: <why>`")
-    notes: list[str] = Field(default_factory=list, description="clusters the model could not merge, and why")
 
 
 @dataclass(frozen=True)

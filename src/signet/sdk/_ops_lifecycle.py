@@ -26,7 +26,7 @@ from signet.models import (
     UnretireRequest,
     UnretireResponse,
 )
-from signet.ops.consolidation import ConsolidateRequest, ConsolidationRun, RunList, SourcesResponse, UndoRequest
+from signet.ops.consolidation_models import ConsolidateRequest, ConsolidationRun, RunList, SourcesResponse, UndoRequest
 from signet.sdk._core import Call, body, build, parser, query, segment
 
 # --- lifecycle --------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ from fastapi import APIRouter, Path, Query
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.models import ErrorResponse
-from signet.ops.consolidation import (
+from signet.ops.consolidation_models import (
     ConsolidateRequest,
     ConsolidationRun,
     RunList,

@@ -107,8 +107,10 @@ def wait_embedder(rt: Runtime, timeout: float = 120.0) -> None:
     assert rt.embeddings.state == "ready", rt.embeddings.error
 
 
-def start_runtime(ws: Workspace, *, wait: bool = True) -> Runtime:
-    rt = Runtime(ws).start()
+def start_runtime(ws: Workspace, *, wait: bool = True, storage: Any = None) -> Runtime:
+    """``storage``: another store than the workspace's SQLite file (tests/core/test_api_memory.py
+    runs on PostgreSQL too)."""
+    rt = Runtime(ws, storage=storage).start()
     if wait:
         wait_embedder(rt)
     return rt

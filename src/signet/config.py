@@ -636,6 +636,44 @@ class BackupSettings(Section):
     before_migration: bool = Field(True, description="back the database up before a schema migration changes it")
 
 
+class StorageSettings(Section):
+    """Where memories are stored (docs/configuration.md, docs/team.md): the workspace's SQLite
+    file (the default) or a PostgreSQL database a team shares. The password is best kept out of
+    ``url`` and named by ``password``: an environment variable (``env:NAME``) or an entry of the
+    secret store (``secret:NAME``); it is never logged or shown (signet.store.pg_url)."""
+
+    backend: Literal["sqlite", "postgres"] = Field("sqlite", description="sqlite (one machine) or postgres (a team)")
+    url: str | None = Field(
+        None,
+        repr=False,
+        max_length=4096,
+        description="postgresql://user@host:5432/dbname (libpq URL); required with backend: postgres",
+    )
+    password: str = Field(
+        "env:SIGNET_PG_PASSWORD",
+        max_length=256,
+        pattern=r"^(env|secret):[A-Za-z_][A-Za-z0-9_]{0,63}$",
+        description="where the PostgreSQL password comes from when url has none: env:NAME or secret:NAME",
+    )
+    pool_size: int = Field(8, ge=1, le=256, alias="poolSize", description="PostgreSQL connections per daemon at most")
+
+    @field_validator("url")
+    @classmethod
+    def _postgres_url(cls, url: str | None) -> str | None:
+        if url is None:
+            return None
+        scheme = url.split("://", 1)[0].lower() if "://" in url else ""
+        if scheme not in ("postgresql", "postgres"):
+            raise ValueError("must be a postgresql:// URL")  # never echo the value: it may hold a password
+        return url
+
+    @model_validator(mode="after")
+    def _url_for_postgres(self) -> StorageSettings:
+        if self.backend == "postgres" and not self.url:
+            raise ValueError("backend postgres needs storage.url (postgresql://user@host:5432/dbname)")
+        return self
+
+
 class HooksSettings(Section):
     """Harness hooks (docs/harnesses.md): prompt injection, handoff, identity sync.
 
@@ -847,6 +885,7 @@ class Settings(Section):
     hooks: HooksSettings = Field(default_factory=HooksSettings)
     capture: CaptureSettings = Field(default_factory=CaptureSettings)
     backup: BackupSettings = Field(default_factory=BackupSettings)
+    storage: StorageSettings = Field(default_factory=StorageSettings)
     documents: DocumentsSettings = Field(default_factory=DocumentsSettings)
     auth: AuthSettings = Field(default_factory=AuthSettings)
     auth_mode: Literal["local", "team", "hybrid"] | None = Field(None, alias="authMode")

@@ -217,6 +217,13 @@ class RecallResult(BaseModel):
     source_id: str | None = None
     fts_score: float | None = None
     vector_score: float | None = None
+    superseded: bool = Field(
+        False, description="every fact this memory states has a newer value (knowledge graph, built by an LLM)"
+    )
+    superseded_by: str | None = Field(
+        None, description="id of the memory stating the current value, when this one's facts were superseded"
+    )
+    current: bool = Field(False, description="this memory states a value that superseded an older one")
 
 
 class VectorSearchState(BaseModel):
@@ -637,6 +644,11 @@ class ListQuery(BaseModel):
     since: UtcDatetime | None = None
     until: UtcDatetime | None = None
     include_deleted: bool = False
+    count: bool = Field(
+        True,
+        description="Count the matches into `total`. `false` skips the count (its cost grows with the store; "
+        "the dashboard's first page does not wait for it) and answers `total: -1`.",
+    )
 
 
 # --- documents ----------------------------------------------------------------------------

@@ -12,6 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import cast
 
 from signet.auth.state import AuthState
 from signet.capture.follow import LiveCapture
@@ -40,6 +41,7 @@ from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.secrets.service import SecretsService
 from signet.secrets.store import SecretStore
 from signet.skills.service import SkillService
+from signet.store.backend import StorageBackend
 from signet.store.database import Database
 from signet.store.integrity import StoreRecord, check, looks_lost
 from signet.store.sqlite import sqlite3
@@ -58,13 +60,21 @@ class Runtime:
         *,
         bind_host: str | None = None,
         accept_empty_database: bool = False,
+        storage: StorageBackend | None = None,
     ) -> None:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
-        self.db = Database(self.db_path, backups=self.settings.backup)
+        # ``storage``: another store behind the same interface (the PostgreSQL store in
+        # tests/core; agent.yaml cannot choose it yet, docs/team.md). The services are typed
+        # against Database; both keep the contract of signet.store.backend.
+        self.db = (
+            cast(Database, storage) if storage is not None else Database(self.db_path, backups=self.settings.backup)
+        )
+        self.sqlite = self.db.dialect == "sqlite"
+        """Whether the store is the SQLite file (its integrity check, the FTS5 keyword mirror)."""
         self.index = VectorIndex()
-        self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
+        self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index and self.sqlite else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
         self.service = MemoryService(
             self.db,
@@ -194,7 +204,7 @@ class Runtime:
         """Refuse a database that lost its memories (missing or emptied while the workspace
         recorded some), unless the user accepted an empty store. The daemon calls this before
         it serves, so the refusal is one line, not a failed start-up."""
-        lost = looks_lost(self.db_path, self.record)
+        lost = looks_lost(self.db_path, self.record) if self.sqlite else 0
         if lost and not self.accept_empty_database:
             raise StorageError(
                 f"the database at {self.db_path} is missing or empty, but it held {lost} memories; restore it from a "
@@ -222,7 +232,7 @@ class Runtime:
             return self
         self.check_store()
         self.db.open()
-        problem = self.db.read(lambda c: check(self.db_path, c))
+        problem = self.db.read(lambda c: check(self.db_path, c)) if self.sqlite else None
         if problem is not None:
             msg = (
                 f"the database at {self.db_path} is damaged ({problem}); stop the daemon and run "

@@ -17,6 +17,7 @@ import yaml
 
 from signet import plugins
 from signet.config import Settings, load_settings
+from signet.errors import ConfigError
 
 IDENTITY_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "MEMORY.md")
 
@@ -43,7 +44,14 @@ class Workspace:
         return self.root / "memory"
 
     def database_path(self, settings: Settings | None = None) -> Path:
-        rel = (settings or self.settings()).memory.database
+        settings = settings or self.settings()
+        if settings.storage.backend != "sqlite":  # every way to the store comes through here
+            raise ConfigError(
+                "storage.backend: postgres is not usable yet: the memory API runs on PostgreSQL in tests "
+                "but the rest of the daemon does not (docs/team.md, 'Not built yet'); remove storage.backend",
+                key="storage.backend",
+            )
+        rel = settings.memory.database
         p = Path(rel).expanduser()
         return p if p.is_absolute() else self.root / p
 

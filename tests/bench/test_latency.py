@@ -188,3 +188,23 @@ def test_bad_profile_options_are_one_readable_line() -> None:
     assert bogus.exit_code == 2 and "synthetic or realistic" in bogus.output
     zero = CliRunner().invoke(app, ["bench", "latency", "--memories", "100", "--distinct-turns", "0"])
     assert zero.exit_code == 2 and "--distinct-turns" in zero.output
+
+
+def test_latency_measures_recall_with_the_graph_off_default_and_on(tmp_path: Path) -> None:
+    """``--graph``: an LLM-shaped graph seeded for the store, the same questions asked with the
+    graph's reads off, at the defaults and with traversal on (issue 18), in one run."""
+    out = tmp_path / "latency.json"
+    res = CliRunner().invoke(
+        app,
+        ["bench", "latency", "--memories", "60", "--quick", "--no-filters", "--graph", "--out", str(out)],
+    )
+    assert res.exit_code == 0, res.output
+    assert "recall, graph on p95" in res.output and "graph default / off" in res.output
+    (run,) = json.loads(out.read_text())["runs"]
+    g = run["graph"]
+    # every memory (60 seeded + 200 remembered) states one claim; an entity's claims cycle
+    # through six keys, so most are superseded by a later value
+    assert g["seeded"]["attributes"] == 260 and 0 < g["seeded"]["superseded"] < 260
+    for arm in ("off", "default", "on"):
+        assert g[arm]["n"] == 40 and 0 < g[arm]["p50"] <= g[arm]["p95"], arm
+    assert set(g["on_over_off"]) == set(g["default_over_off"]) == {"p50", "p95", "p99"}

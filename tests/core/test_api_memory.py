@@ -1,12 +1,45 @@
-"""remember / recall / modify / forget / recover / history over the real app, real embedder."""
+"""remember / recall / modify / forget / recover / history over the real app, real embedder,
+on both stores: the workspace's SQLite file and PostgreSQL (docs/team.md; a throwaway
+PostgreSQL 15 cluster, tests/pgcluster.py)."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from signet.runtime import Runtime
+from signet.store.backend import StorageBackend
+from signet.workspace import Workspace
+from tests import pgcluster
+from tests.conftest import start_runtime
+
+
+@pytest.fixture(params=["sqlite", "postgres"])
+def storage(request: pytest.FixtureRequest) -> StorageBackend | None:
+    """The store under test: None for the workspace's SQLite file, else a PostgreSQL store on
+    a fresh database of the session's cluster."""
+    if request.param == "sqlite":
+        return None
+    from signet.store.pg_url import resolve
+    from signet.store.postgres import PostgresDatabase
+
+    try:
+        cluster = pgcluster.shared("debian15")
+    except pgcluster.Unavailable as exc:
+        pytest.skip(f"PostgreSQL unavailable: {exc}")
+    return PostgresDatabase(resolve(cluster.new_database(), "env:SIGNET_TEST_NO_SUCH_VAR"))
+
+
+@pytest.fixture
+def runtime(workspace: Workspace, storage: StorageBackend | None) -> Iterator[Runtime]:
+    rt = start_runtime(workspace, storage=storage)
+    try:
+        yield rt
+    finally:
+        rt.stop()
 
 
 def remember(api: TestClient, content: str, **kw: Any) -> dict[str, Any]:
@@ -54,12 +87,12 @@ def test_keyword_recall_finds_exact_terms(api: TestClient, runtime: Runtime) -> 
     assert out["results"][0]["fts_score"] is not None
 
 
-def test_memory_is_keyword_searchable_before_its_embedding(workspace: Any) -> None:
+def test_memory_is_keyword_searchable_before_its_embedding(workspace: Any, storage: StorageBackend | None) -> None:
     # provider 'none': no vectors at all; recall must say so, and still find by keyword.
-    from tests.conftest import start_runtime, write_config
+    from tests.conftest import write_config
 
     write_config(workspace, embedding={"provider": "none"})
-    rt = start_runtime(workspace)
+    rt = start_runtime(workspace, storage=storage)
     try:
         from signet.daemon.app import create_app
 
@@ -196,11 +229,9 @@ def test_forget_preview_execute_recover(api: TestClient, runtime: Runtime) -> No
     assert api.post("/api/memory/missing/recover", json={"reason": "x"}).status_code == 404
 
 
-def test_large_forget_needs_confirm_token(make_workspace: Any) -> None:
-    from tests.conftest import start_runtime
-
+def test_large_forget_needs_confirm_token(make_workspace: Any, storage: StorageBackend | None) -> None:
     ws = make_workspace(embedding="none", memory={"forget_confirm_threshold": 2})
-    rt = start_runtime(ws)
+    rt = start_runtime(ws, storage=storage)
     try:
         from signet.daemon.app import create_app
 
@@ -218,11 +249,9 @@ def test_large_forget_needs_confirm_token(make_workspace: Any) -> None:
         rt.stop()
 
 
-def test_retention_expired(make_workspace: Any) -> None:
-    from tests.conftest import start_runtime
-
+def test_retention_expired(make_workspace: Any, storage: StorageBackend | None) -> None:
     ws = make_workspace(embedding="none", retention={"tombstone_days": 0})
-    rt = start_runtime(ws)
+    rt = start_runtime(ws, storage=storage)
     try:
         from signet.daemon.app import create_app
 

@@ -7,7 +7,8 @@
 Every answer reports 100 input and 20 output tokens in its protocol's usage fields (the
 budgets count them). Tests script the model with two callables: ``extract(text) -> Reply |
 str`` for extraction prompts and ``decide(fact, candidates) -> Reply | str`` for decision prompts (candidates is a
-list of (id, content) parsed from the prompt). A :class:`Reply` can be slow (timeouts), an
+list of (id, content) parsed from the prompt), and ``knowledge(text, known) -> Reply | str`` for the
+knowledge builder's prompts (known: its "Known" lines; the default answers no entities). A :class:`Reply` can be slow (timeouts), an
 HTTP error, or a raw body (malformed JSON). Every request is recorded.
 """
 
@@ -52,6 +53,13 @@ def parse_consolidation_prompt(prompt: str) -> list[tuple[str, str]]:
     return [(m.group(1), m.group(2)) for m in re.finditer(r"^([0-9a-f-]{36}): (.*)$", block, re.MULTILINE)]
 
 
+def parse_knowledge_prompt(prompt: str) -> tuple[str, list[str]]:
+    """The text and the "Known" lines (``entity | aspect | key = value``) of a knowledge prompt."""
+    block = prompt.split("current value):\n", 1)[1].split("\n\nText:\n", 1)[0]
+    known = [line for line in block.splitlines() if line and line != "(none)"]
+    return extraction_text(prompt), known
+
+
 def extraction_text(prompt: str) -> str:
     return prompt.split("Text:\n<<<\n", 1)[1].rsplit("\n>>>", 1)[0]
 
@@ -63,6 +71,7 @@ class FakeLLM:
         self.decide: Callable[[str, list[tuple[str, str]]], Reply | str] = lambda fact, c: as_json(
             {"action": "none", "targetId": c[0][0], "confidence": 0.9, "reason": "covered"}
         )
+        self.knowledge: Callable[[str, list[str]], Reply | str] = lambda text, known: as_json({"entities": []})
         self.summarize: Callable[[str], Reply | str] = lambda text: "- worked on things"
         self.synthesize: Callable[[str], Reply | str] = lambda text: "## Now\n- working memory from the fake model"
         self.consolidate: Callable[[list[tuple[str, str]]], Reply | str] = lambda mems: as_json(
@@ -158,7 +167,10 @@ class FakeLLM:
 
     # -- behaviour ------------------------------------------------------------------------
     def answer(self, prompt: str) -> Reply:
-        if "You extract durable knowledge" in prompt:
+        if "You build a knowledge graph" in prompt:
+            text, known = parse_knowledge_prompt(prompt)
+            out = self.knowledge(text, known)
+        elif "You extract durable knowledge" in prompt:
             out = self.extract(extraction_text(prompt))
         elif "You maintain a memory store" in prompt:
             fact, cands = parse_decision_prompt(prompt)
@@ -204,6 +216,10 @@ class FakeLLM:
         }
 
     def calls(self, kind: str) -> int:
-        marker = {"extract": "You extract durable knowledge", "decide": "You maintain a memory store"}[kind]
+        marker = {
+            "extract": "You extract durable knowledge",
+            "decide": "You maintain a memory store",
+            "knowledge": "You build a knowledge graph",
+        }[kind]
         with self.lock:
             return sum(1 for r in self.requests if marker in str(r["body"]))

@@ -208,7 +208,10 @@ def test_pipeline_extracts_through_the_claude_cli(
     assert st["state"] == "running" and st["provider"]["name"] == "claude-code"
     assert st["provider"]["command"] == "claude" and st["provider"]["healthy"] is True
     usage = rows(rt, "SELECT calls, tokens FROM llm_usage WHERE provider = 'claude-code'")
-    assert [tuple(u) for u in usage] == [(1, 1050)]
+    # two calls: extraction, then the knowledge builder (a fact was found; the fake CLI's answer
+    # holds an empty "entities" list, so it builds nothing)
+    assert [tuple(u) for u in usage] == [(2, 2100)]
+    assert "You build a knowledge graph" in fake.runs()[1]["stdin"]
 
 
 def test_a_cli_that_vanishes_mid_way_parks_the_job_and_it_drains_when_back(

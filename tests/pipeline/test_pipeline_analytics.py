@@ -77,7 +77,7 @@ def test_rejected_decisions_are_decision_invalid(pipeline_rt: Make, fake_llm: Fa
         for e in api.get("/api/telemetry/events").json()["events"]
         if e["event"] == "llm.generate"
     }
-    assert purposes == {"extraction", "decision"}
+    assert purposes == {"extraction", "knowledge", "decision"}
 
 
 def test_llm_timeouts_and_failed_jobs(pipeline_rt: Make, fake_llm: FakeLLM) -> None:

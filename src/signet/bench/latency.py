@@ -90,6 +90,9 @@ class LatencyOptions:
     filters: bool = True
     """Also measure recall with a project filter and with a time filter."""
     rest_wait: bool = True
+    graph: bool = False
+    """Also measure recall with the knowledge graph's reads off and on over a seeded,
+    LLM-shaped graph (signet.bench.graph_latency), in the same run."""
     """Wait for the daemon's idle trim before sampling its RSS at rest (about a minute per size)."""
 
 
@@ -739,6 +742,15 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
             out["daemon_memory_kib_at_rest"] = at_rest(daemon, recalls_done, IDLE_TRIM_S if opts.rest_wait else 0.0)
             out["remember"] = measure_remember(daemon, fresh, opts.concurrency, progress)
             out["daemon_memory_kib_end"] = daemon.memory_kib()
+        if opts.graph:
+            from signet.bench import graph_latency
+
+            out["graph"] = graph_latency.compare(
+                root,
+                db_path,
+                lambda url, task: measure_recall(url, queries, opts.warmup, opts.recall_limit, progress, task=task),
+                lambda r: run_daemon(r, opts.daemon_timeout),
+            )
     rec, base = out["recall"], out["baselines"]
     ratios: dict[str, float] = {}
     for p in ("p50", "p95"):
@@ -820,6 +832,15 @@ def table(report: dict[str, Any]) -> Any:
         for p in ("p50", "p95"):
             row(f"recall, {label} {p}", lambda r, k=key, p=p: r[k][p] if k in r else "-")  # type: ignore[misc]
     row("source memory in results", lambda r: r["recall"]["source_found_at_limit"])
+    if any("graph" in r for r in runs):
+        for label in ("off", "default", "on"):
+            for p in ("p50", "p95", "p99"):
+                row(f"recall, graph {label} {p}", lambda r, g=label, p=p: r["graph"][g][p] if "graph" in r else "-")  # type: ignore[misc]
+        row("recall p95, graph on / off", lambda r: f"{r['graph']['on_over_off']['p95']}x" if "graph" in r else "-")
+        row(
+            "recall p95, graph default / off",
+            lambda r: f"{r['graph']['default_over_off']['p95']}x" if "graph" in r else "-",
+        )
     for name in ("fts5", "keyword_index", "numpy", "query_embedding"):
         for p in ("p50", "p95"):
             row(f"{name} alone {p}", lambda r, n=name, p=p: r["baselines"][n][p])  # type: ignore[misc]

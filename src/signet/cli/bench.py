@@ -202,6 +202,12 @@ def latency_cmd(
         typer.Option(min=1, help="Realistic profile: at most this many distinct turns (the rest: their copies)."),
     ] = None,
     filters: Annotated[bool, typer.Option(help="Also measure recall with a project and a time filter.")] = True,
+    graph: Annotated[
+        bool,
+        typer.Option(
+            help="Also measure recall with the knowledge graph's reads off and on (a seeded LLM-shaped graph)."
+        ),
+    ] = False,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
@@ -232,6 +238,7 @@ def latency_cmd(
         vector_cache=vector_cache,
         distinct_turns=distinct_turns,
         filters=filters,
+        graph=graph,
     )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)

@@ -42,8 +42,10 @@ class Attribute(BaseModel):
     claim_key: str | None
     group_key: str | None
     kind: str
+    claim_type: str = Field(description="state (a newer value supersedes it) or event (never superseded)")
     status: str
     superseded_by: str | None
+    superseded_at: str | None = Field(None, description="when a newer value of the same claim superseded it")
     confidence: float
     source_memory_id: str | None
     created_at: str
@@ -170,8 +172,10 @@ def get_entity(conn: Connection, agent: str, entity_id: str) -> EntityDetail:
                 claim_key=t["claim_key"],
                 group_key=t["group_key"],
                 kind=t["kind"],
+                claim_type=t["claim_type"],
                 status=t["status"],
                 superseded_by=t["superseded_by"],
+                superseded_at=t["superseded_at"],
                 confidence=float(t["confidence"]),
                 source_memory_id=t["source_memory_id"],
                 created_at=t["created_at"],

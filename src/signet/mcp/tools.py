@@ -235,7 +235,8 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
     t.add(
         "memory_search",
         "Search long-term memory (hybrid keyword + semantic). Returns the best matches with scores; "
-        "filter by type, tags, project or time. Use before answering about past work, people, preferences.",
+        "filter by type, tags, project or time. Use before answering about past work, people, preferences. "
+        "A result marked `superseded` states an older value: `superseded_by` is the memory with the current one.",
         fields_of(RecallRequest, "query", "limit", "type", "tags", "project", "min_score", "since", "until"),
         RecallResponse,
         _search,

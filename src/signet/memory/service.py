@@ -594,6 +594,9 @@ class MemoryService:
                 source=h.source,
                 fts_score=h.fts_score,
                 vector_score=h.vector_score,
+                superseded=h.mark.superseded if h.mark else False,
+                superseded_by=h.mark.superseded_by if h.mark else None,
+                current=h.mark.current if h.mark else False,
             )
             for h in out.hits
         ]
@@ -692,14 +695,24 @@ class MemoryService:
             raise NotFound(f"memory '{memory_id}' not found", id=memory_id)
         return memory_from_row(row, self.decay_rate)
 
-    def list_memories(self, flt: MemoryFilter, *, limit: int = 50, offset: int = 0) -> MemoryList:
+    def list_memories(self, flt: MemoryFilter, *, limit: int = 50, offset: int = 0, count: bool = True) -> MemoryList:
+        """A page of memories, newest first; ``count=False`` skips counting every match (the
+        one part whose cost grows with the store) and reports ``total`` as -1."""
         where, params = flt.sql(self.decay_rate)
+        # Unfiltered (or by time only), walk the created_at index newest first and stop after the
+        # page: left to itself SQLite takes the is_deleted index and sorts every live row (0.3 s
+        # at 100k memories, 0.8 s at offset 50,000; 8 ms and 50 ms this way). A filter on a
+        # column with its own index keeps the planner's choice: that index finds few rows.
+        selective = flt.type or flt.tags or flt.who or flt.project or flt.agent_id or flt.source_type
+        table = "memories m" if selective else "memories m INDEXED BY idx_memories_created"
 
         def read(conn: Connection) -> tuple[int, list[Any]]:
-            total = conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", params).fetchone()[0]
+            total = (
+                conn.execute(f"SELECT COUNT(*) FROM memories m WHERE {where}", params).fetchone()[0] if count else -1
+            )
             rows = list(
                 conn.execute(
-                    f"SELECT * FROM memories m WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
+                    f"SELECT * FROM {table} WHERE {where} ORDER BY m.created_at DESC, m.seq DESC LIMIT ? OFFSET ?",
                     (*params, limit, offset),
                 )
             )

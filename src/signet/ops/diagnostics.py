@@ -177,10 +177,14 @@ def storage_domain(conn: Connection, integrity: bool = True) -> Domain:
     d = Domain("storage")
     total = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
     deleted = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 1"))
-    check = str(_scalar(conn, "PRAGMA quick_check")) if integrity else "skipped"
-    if check not in ("ok", "skipped"):
-        check = _confirm_quick_check(conn)
-    pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
+    if getattr(conn, "dialect", "sqlite") == "postgres":  # the server checks its own pages; its size
+        check = "skipped"
+        pages = int(_scalar(conn, "SELECT pg_database_size(current_database())"))
+    else:
+        check = str(_scalar(conn, "PRAGMA quick_check")) if integrity else "skipped"
+        if check not in ("ok", "skipped"):
+            check = _confirm_quick_check(conn)
+        pages = int(_scalar(conn, "PRAGMA page_count")) * int(_scalar(conn, "PRAGMA page_size"))
     d.metrics = {"memories": total, "tombstones": deleted, "quick_check": check, "database_bytes": pages}
     if check not in ("ok", "skipped"):
         d.penalize(
@@ -205,8 +209,11 @@ def storage_domain(conn: Connection, integrity: bool = True) -> Domain:
 def index_domain(conn: Connection, runtime: Sources) -> Domain:
     d = Domain("index")
     memories = int(_scalar(conn, "SELECT COUNT(*) FROM memories"))
-    indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
-    context_indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_ctx_fts_docsize"))
+    if getattr(conn, "dialect", "sqlite") == "postgres":  # a generated tsvector column: every row is indexed
+        indexed = context_indexed = memories
+    else:
+        indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_fts_docsize"))
+        context_indexed = int(_scalar(conn, "SELECT COUNT(*) FROM memories_ctx_fts_docsize"))
     active = int(_scalar(conn, "SELECT COUNT(*) FROM memories WHERE is_deleted = 0"))
     embedded = int(
         _scalar(

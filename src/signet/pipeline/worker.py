@@ -36,6 +36,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from signet.config import PipelineSettings
+from signet.knowledge import attributes
+from signet.knowledge.claims import Knowledge
 from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.decision import Proposal, decide
@@ -47,6 +49,7 @@ from signet.pipeline.extraction import (
     merge,
     parse_extraction,
 )
+from signet.pipeline.knowledge import knowledge_prompt, known_claims, parse_knowledge
 from signet.pipeline.llm.base import LlmBudgetExceeded, LlmError, LlmUnavailable, RecordingLlm
 from signet.pipeline.llm.supply import Blocked
 from signet.pipeline.writes import Source, Writer
@@ -92,6 +95,9 @@ class JobResult:
     writes: dict[str, Any]
     graph: dict[str, int] | None
     graph_error: str | None = None
+    knowledge: dict[str, int] | None = None
+    """What the knowledge builder wrote (signet.knowledge.attributes); None when it did not run."""
+    knowledge_error: str | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return {
@@ -101,6 +107,8 @@ class JobResult:
             "writes": self.writes,
             "graph": self.graph,
             "graph_error": self.graph_error,
+            "knowledge": self.knowledge,
+            "knowledge_error": self.knowledge_error,
         }
 
 
@@ -120,12 +128,20 @@ class Processor:
             mid = job.memory_id
             row = self.db.read(
                 lambda c: c.execute(
-                    "SELECT id, content, agent_id, project, is_deleted FROM memories WHERE id = ?", (mid,)
+                    "SELECT id, content, agent_id, project, visibility, is_deleted FROM memories WHERE id = ?", (mid,)
                 ).fetchone()
             )
             if row is None or row["is_deleted"]:
                 return None
-            return Source("memory", row["id"], row["content"], row["agent_id"], row["project"], memory_id=row["id"])
+            return Source(
+                "memory",
+                row["id"],
+                row["content"],
+                row["agent_id"],
+                row["project"],
+                memory_id=row["id"],
+                visibility=row["visibility"],
+            )
         key = job.payload.get("session_key")
         if isinstance(key, str) and key:
             # Live capture queues the turns that arrived since its last job (``turn_from``);
@@ -174,6 +190,23 @@ class Processor:
             )
         return merge(parts)
 
+    def build_knowledge(self, src: Source, ex: Extraction, job_id: str) -> Knowledge | None:
+        """The LLM knowledge builder (signet.pipeline.knowledge): entities, aspects and attribute
+        claims of a memory's text, or of the facts extracted from a transcript (a transcript can
+        be longer than one call; its facts are what it said worth keeping). None when the graph is
+        off, in shadow mode, or extraction found nothing worth keeping (then there is no knowledge
+        to build either, and the call is not paid for). A malformed answer raises
+        :class:`~signet.pipeline.knowledge.KnowledgeError` before anything is written: the job
+        fails and is retried by the queue's rules."""
+        if not self.settings.graph.enabled or self.settings.shadow_mode or not ex.facts:
+            return None
+        text = src.text if src.kind != "transcript" else "\n".join(f.content for f in ex.facts)
+        if not text.strip():
+            return None
+        known = self.db.read(lambda c: known_claims(c, text, src.agent_id))
+        raw = self.llm.complete(knowledge_prompt(text, known), purpose="knowledge", job_id=job_id)
+        return parse_knowledge(raw)
+
     def run(self, job: queue.Job) -> dict[str, Any]:
         """Process ``job`` and complete it; returns the stored result. Raises :class:`LeaseLost`."""
         src = self.source(job)
@@ -181,6 +214,8 @@ class Processor:
             skipped = {"skipped": "source memory is gone"}
             return self.db.write(lambda c: self._complete(c, job, skipped))
         ex = self.extract(src, job.id)
+        self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
+        knowledge = self.build_knowledge(src, ex, job.id)
         scope = ReadScope(agent_id=src.agent_id, policy="isolated")
         exclude = {src.memory_id} if src.memory_id else set()
         proposals: list[Proposal] = []
@@ -201,11 +236,14 @@ class Processor:
             )
         self.db.submit(functools.partial(queue.heartbeat, job_id=job.id))
         warnings = list(ex.warnings) + [w for p in proposals for w in p.warnings]
+        warnings += knowledge.warnings if knowledge is not None else []
         report = self.writer.apply(proposals, src, job_id=job.id, model=f"{self.llm.name}:{self.llm.model}")
         result = JobResult(len(ex.facts), len(ex.entities), warnings, report.as_dict(), None)
         do_graph = self.settings.graph.enabled and not self.settings.shadow_mode and bool(ex.entities)
         triples = ex.entities if do_graph else []
-        return self.db.write(lambda c: self.finish(c, job, src, result, triples, report.memories, report.deduped))
+        return self.db.write(
+            lambda c: self.finish(c, job, src, result, triples, report.memories, report.deduped, knowledge)
+        )
 
     def finish(
         self,
@@ -216,17 +254,34 @@ class Processor:
         triples: list[EntityTriple],
         written: dict[str, str],
         deduped: list[str],
+        knowledge: Knowledge | None = None,
     ) -> dict[str, Any]:
-        """The job's last transaction: graph (in a savepoint), extraction status, completion.
+        """The job's last transaction: graph and knowledge (each in a savepoint), extraction
+        status, completion.
 
         ``written`` maps the facts this run wrote to their content. ``deduped`` are facts that
         were already stored; those derived from this same source by this agent are linked too,
         since they are usually this job's own facts written by an earlier, interrupted run
         (whose graph writes were rolled back with its unfinished transaction).
         """
-        if triples:
-            memories = dict(written)
+        memories = dict(written)
+        if triples or knowledge is not None:
             memories.update(_same_source_facts(conn, deduped, src))
+        if knowledge is not None and knowledge.entities:
+            conn.execute("SAVEPOINT job_knowledge")
+            try:
+                counts = attributes.write(
+                    conn, knowledge, agent_id=src.agent_id, source_memory_id=src.memory_id, memories=memories
+                )
+                result.knowledge = counts.as_dict()
+            except Exception as exc:  # like the graph's: roll the knowledge back alone, keep the facts
+                conn.execute("ROLLBACK TO job_knowledge")
+                log.exception("pipeline: knowledge writes for job %s failed", job.id)
+                result.knowledge_error = str(exc)[:300]
+            conn.execute("RELEASE job_knowledge")
+        elif knowledge is not None:
+            result.knowledge = attributes.WriteCounts().as_dict()
+        if triples:
             if src.memory_id:
                 memories[src.memory_id] = src.text
             conn.execute("SAVEPOINT job_graph")

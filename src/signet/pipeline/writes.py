@@ -46,6 +46,9 @@ class Source:
     agent_id: str = "default"
     project: str | None = None
     memory_id: str | None = None
+    visibility: str | None = None
+    """The source memory's visibility, which the facts derived from it keep: a fact read out of
+    a private memory is private too (None: the store's default, ``global``)."""
 
 
 @dataclass
@@ -227,6 +230,7 @@ class Writer:
                 type=p.fact.type,
                 project=source.project,
                 agent_id=source.agent_id,
+                visibility=source.visibility,
                 source_type="pipeline",
                 source_id=source.ref,
                 importance=0.5,

@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from signet.config import Settings, TraversalSettings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
-from signet.search import lifescore, traversal
+from signet.search import lifescore, supersession, traversal
 from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
@@ -111,6 +111,8 @@ class RecallHit:
     source: str
     fts_score: float | None
     vector_score: float | None
+    mark: supersession.Mark | None = None
+    """What the knowledge graph says of this memory's claims (signet.search.supersession)."""
 
 
 @dataclass
@@ -235,6 +237,7 @@ class Recaller:
                 {m: c.score for m, c in candidates.items()}, flat, graph, self._traversal, limit
             ).items():
                 candidates[mid].score = score
+        marks = self._currentness(candidates, rows, flt, where, params, limit=limit, reorder=named_time is None)
         ranked = sorted((c for c in candidates.values() if c.match >= min_score), key=lambda c: c.score, reverse=True)[
             :limit
         ]
@@ -246,7 +249,7 @@ class Recaller:
             source = "hybrid" if c.in_fts_pool and c.in_vector_pool else ("fts" if c.in_fts_pool else "vector")
             source = source if c.memory_id in flat else "graph"
             fts_norm = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else None
-            hits.append(RecallHit(row, round(c.score, 6), source, fts_norm, c.vector))
+            hits.append(RecallHit(row, round(c.score, 6), source, fts_norm, c.vector, marks.get(c.memory_id)))
         return RecallOutcome(
             hits=hits,
             method="hybrid" if use_vectors else "fts",
@@ -288,6 +291,47 @@ class Recaller:
             if mid not in candidates:
                 candidates[mid] = Candidate(mid, vector=None, score=score)
         return out
+
+    def _currentness(
+        self,
+        candidates: dict[str, Candidate],
+        rows: dict[str, Any],
+        flt: MemoryFilter,
+        where: str,
+        params: list[Any],
+        *,
+        limit: int,
+        reorder: bool,
+    ) -> dict[str, supersession.Mark]:
+        """The knowledge graph's currentness (signet.search.supersession), when ``graph.enabled``:
+        marks superseded candidates, ranks the current fact above them (bringing it in when flat
+        search missed it). Returns the marks by memory id; ``rows`` gains the memories brought in.
+
+        Only the best ``2 · limit`` candidates (at least 20) are read: currentness only demotes
+        a stale memory and lifts the current one to where the stale one stood, so a candidate
+        below the results' reach changes nothing there (and each read costs)."""
+        if not self.settings.memory.pipeline.graph.enabled or not candidates:
+            return {}
+        best = sorted(candidates, key=lambda m: candidates[m].score, reverse=True)[: max(2 * limit, 20)]
+        top = {m: rows[m] for m in best if m in rows}
+        scope = flt.scope
+        scoped = scope.policy != "all" or scope.write_agent is not None
+        reader = flt.agent_id if flt.agent_id is not None else (scope.write_agent or scope.agent_id if scoped else None)
+        found = self.db.read(lambda c: supersession.marks(c, top, reader=reader, where=where, params=params))
+        if not found:
+            return {}
+        scores = {m: c.score for m, c in candidates.items()}
+        matches = {m: c.match for m, c in candidates.items()}
+        joining = supersession.shape(scores, matches, found, reorder=reorder)
+        for mid, c in candidates.items():
+            c.score, c.match = scores[mid], matches[mid]
+        if joining:
+            rows.update(self._rows(list(joining)))
+            for mid, (score, match) in joining.items():
+                if mid in rows:
+                    candidates[mid] = Candidate(mid, score=score, match=match)
+                    found.setdefault(mid, supersession.Mark(superseded=False, superseded_by=None, current=True))
+        return found
 
     def _blend_thread_context(self, qvec: Any, candidates: dict[str, Candidate]) -> None:
         """Each candidate's cosine judged with its thread neighbours too (signet.search.neighbours)."""

@@ -21,6 +21,7 @@ from typing import Any, TypeVar
 from signet.config import BackupSettings
 from signet.errors import StorageBusy, StorageError, storage_error
 from signet.store import backup, space
+from signet.store.backend import Dialect
 from signet.store.decay import sql_decay
 from signet.store.migrations import Migration, migrate
 from signet.store.sqlite import Connection, sqlite3
@@ -64,6 +65,9 @@ def connect(path: Path, *, readonly: bool = False) -> Any:
 
 class Database:
     """The database file, its writer thread and its reader connections."""
+
+    dialect: Dialect = "sqlite"
+    """The SQL engine (signet.store.backend); PostgreSQL is signet.store.postgres."""
 
     def __init__(self, path: Path, *, backups: BackupSettings | None = None) -> None:
         self.path = path

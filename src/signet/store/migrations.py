@@ -34,6 +34,7 @@ from signet.store.schema_repair import REPAIR_AUDIT_SCHEMA
 from signet.store.schema_secrets import SECRETS_SCHEMA
 from signet.store.schema_signals import SIGNALS_SCHEMA
 from signet.store.schema_skills import SKILLS_SCHEMA
+from signet.store.schema_supersession import SUPERSESSION_SCHEMA
 from signet.store.schema_tasks import TASK_SECRETS_SCHEMA, TASKS_SCHEMA
 from signet.store.schema_telemetry import TELEMETRY_SCHEMA
 from signet.store.schema_umap import UMAP_CACHE_SCHEMA
@@ -318,6 +319,7 @@ MIGRATIONS: list[Migration] = [
     Migration(27, "umap_cache", UMAP_CACHE_SCHEMA),
     Migration(28, "live_capture", CAPTURE_SCHEMA),
     Migration(29, "task_secrets", TASK_SECRETS_SCHEMA),
+    Migration(30, "attribute_supersession", SUPERSESSION_SCHEMA),
 ]
 
 BOOKKEEPING = """

@@ -216,10 +216,10 @@ def _rewrite(tree: exp.Expr) -> exp.Expr:
     for je in list(tree.find_all(exp.JSONExtract, exp.JSONExtractScalar)):
         path = je.expression
         raw = path.sql(dialect="sqlite") if path is not None else ""
-        m = re.fullmatch(r"'\$((?:\.\w+)*)'", raw)
+        m = re.fullmatch(r"'\$((?:\.\w+|\[\d+\])*)'", raw)  # keys and array indexes: $.a[0].b
         if m is None:
             raise Untranslatable(f"json path {raw}")
-        parts = [p for p in m.group(1).split(".") if p]
+        parts = re.findall(r"\w+", m.group(1))  # `#>>` takes an index as a path element too
         path_sql = sqlglot.parse_one(f"(x #>> '{{{','.join(parts)}}}')", read="postgres")
         hole = next(c for c in path_sql.find_all(exp.Column) if c.name == "x")
         hole.replace(exp.cast(je.this, "JSONB"))

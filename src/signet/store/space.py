@@ -103,6 +103,11 @@ class Usage:
 
 def usage(conn: Connection) -> Usage:
     """One pass over ``memories`` and ``embeddings`` (lengths only, no text is read into Python)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":  # the server's database, no file or freelist of ours
+        size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
+        text = conn.execute("SELECT COALESCE(SUM(octet_length(content)), 0) FROM memories").fetchone()[0]
+        vectors = conn.execute("SELECT COALESCE(SUM(octet_length(vector)), 0) FROM embeddings").fetchone()[0]
+        return Usage(int(size), 0, int(text), int(vectors), "postgres")
     page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
     pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
     free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])

@@ -129,7 +129,7 @@ def list_memories(runtime: RuntimeDep, scope: ScopeDep, q: Annotated[ListQuery, 
         include_deleted=q.include_deleted,
         scope=scope,
     )
-    return runtime.service.list_memories(flt, limit=q.limit, offset=q.offset)
+    return runtime.service.list_memories(flt, limit=q.limit, offset=q.offset, count=q.count)
 
 
 @router.get("/api/memory/{memory_id}", response_model=Memory)

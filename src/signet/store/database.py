@@ -11,10 +11,8 @@ connections in WAL mode and never wait for the writer.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,15 +21,13 @@ from signet.errors import StorageBusy, StorageError, storage_error
 from signet.store import backup, space
 from signet.store.backend import Dialect
 from signet.store.decay import sql_decay
+from signet.store.group_writer import GroupWriter
 from signet.store.migrations import Migration, migrate
-from signet.store.sqlite import Connection, sqlite3
+from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
-WriteFn = Callable[[Any], Any]
-
-_GROUP_MAX = 64
 
 WRITER_CACHE_KIB = 32_000
 READER_CACHE_KIB = 8_000
@@ -63,19 +59,21 @@ def connect(path: Path, *, readonly: bool = False) -> Any:
     return conn
 
 
-class Database:
-    """The database file, its writer thread and its reader connections."""
+class Database(GroupWriter):
+    """The database file, its writer thread (signet.store.group_writer) and its reader
+    connections."""
+
+    begin_sql = "BEGIN IMMEDIATE"
+    engine_errors = (sqlite3.Error,)
 
     dialect: Dialect = "sqlite"
     """The SQL engine (signet.store.backend); PostgreSQL is signet.store.postgres."""
 
     def __init__(self, path: Path, *, backups: BackupSettings | None = None) -> None:
+        super().__init__()
         self.path = path
         self.backups = backups if backups is not None else BackupSettings()
         """When and how to back the database up before a schema migration (``backup.*``)."""
-        self._queue: queue.Queue[tuple[WriteFn, Future[Any]] | None] = queue.Queue()
-        self._writer: threading.Thread | None = None
-        self._write_conn: Any = None
         self._local = threading.local()
         self._readers: list[Any] = []
         """Every reader connection open (closed with the database)."""
@@ -84,9 +82,6 @@ class Database:
         self._returned = threading.Event()
         self._readers_lock = threading.Lock()
         self.max_readers = MAX_READERS
-        self._closed = False
-        self._after_commit: list[Callable[[], None]] = []
-        """Callbacks of the group being written (writer thread only): run after its COMMIT."""
         self._trouble: str | None = None
         """The code of the storage problem the last failed write hit, until a write lands."""
         self.on_trouble: Callable[[str, str | None], None] | None = None
@@ -108,8 +103,7 @@ class Database:
             if typed is None:
                 raise
             raise typed from None
-        self._writer = threading.Thread(target=self._run_writer, name="signet-db-writer", daemon=True)
-        self._writer.start()
+        self._start_writer("signet-db-writer")
         return self
 
     def _give_back_migrated_pages(self) -> None:
@@ -157,9 +151,7 @@ class Database:
         if self._closed:
             return
         self._closed = True
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join(timeout=30)
+        self._stop_writer()
         if self._write_conn is not None:
             try:
                 self._write_conn.execute("PRAGMA optimize")
@@ -179,107 +171,27 @@ class Database:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- writes ----------------------------------------------------------------------------
-    def write(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn(conn)`` in a write transaction on the writer thread and return its result.
+    # -- writes (signet.store.group_writer) -------------------------------------------------
+    def _exec(self, conn: Any, sql: str) -> None:
+        conn.execute(sql)
 
-        Called from the writer thread itself (a write that triggers another), it runs inline
-        inside the current transaction.
-        """
-        if threading.current_thread() is self._writer:
-            return fn(self._write_conn)
-        if self._closed or self._writer is None:
-            raise RuntimeError("database is closed")
-        fut: Future[T] = Future()
-        self._queue.put((fn, fut))
-        return fut.result()
+    def _abort(self, conn: Any) -> None:
+        if conn.in_transaction:
+            try:
+                conn.execute("ROLLBACK")
+            except sqlite3.Error as again:
+                log.warning("rollback after a failed write group also failed: %s", again)
 
-    def after_commit(self, fn: Callable[[], None]) -> None:
-        """From a write function: run ``fn`` on the writer thread once this write has committed,
-        never if it rolls back (its savepoint or the whole group).
+    def _write_error(self, exc: BaseException) -> BaseException:
+        return self._storage(exc) if isinstance(exc, sqlite3.Error) else exc
 
-        In-memory state that mirrors the database (the vector index) changes through this, so
-        a rolled-back write leaves it as it was. Callbacks run in commit order, before the
-        writers' callers are woken, so a caller sees its own change."""
-        if threading.current_thread() is not self._writer:
-            raise RuntimeError("after_commit is only for write functions (the writer thread)")
-        self._after_commit.append(fn)
+    def _group_error(self, exc: BaseException) -> BaseException:
+        return self._storage(exc)
 
-    def submit(self, fn: WriteFn) -> Future[Any]:
-        """Queue a write without waiting for it (access tracking on recall)."""
-        fut: Future[Any] = Future()
-        if self._closed or self._writer is None:
-            fut.set_exception(RuntimeError("database is closed"))
-            return fut
-        self._queue.put((fn, fut))
-        return fut
-
-    def _run_writer(self) -> None:
-        conn = self._write_conn
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stop = False
-            while len(batch) < _GROUP_MAX:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            self._commit_group(conn, batch)
-            if stop:
-                return
-
-    def _commit_group(self, conn: Connection, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
-        outcomes: list[tuple[Future[Any], bool, Any]] = []
-        self._after_commit.clear()
-        try:
-            conn.execute("BEGIN IMMEDIATE")
-            for i, (fn, fut) in enumerate(batch):
-                sp = f"w{i}"
-                conn.execute(f"SAVEPOINT {sp}")
-                mark = len(self._after_commit)
-                try:
-                    result = fn(conn)
-                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
-                    conn.execute(f"ROLLBACK TO {sp}")
-                    conn.execute(f"RELEASE {sp}")
-                    del self._after_commit[mark:]  # its in-memory changes are dropped with it
-                    outcomes.append((fut, False, self._storage(exc) if isinstance(exc, sqlite3.Error) else exc))
-                    continue
-                conn.execute(f"RELEASE {sp}")
-                outcomes.append((fut, True, result))
-            conn.execute("COMMIT")
-        except sqlite3.Error as exc:  # BEGIN, a savepoint or COMMIT failed: the whole group rolls back
-            if conn.in_transaction:
-                try:
-                    conn.execute("ROLLBACK")
-                except sqlite3.Error as again:
-                    log.warning("rollback after a failed write group also failed: %s", again)
-            self._after_commit.clear()
-            err = self._storage(exc)
-            for _, fut in batch:
-                fut.set_exception(err)
-            return
-        if self._trouble is not None and any(ok for _, ok, _ in outcomes):
+    def _landed(self) -> None:
+        if self._trouble is not None:
             self._report(self._trouble, None)  # writes land again: the problem has passed
             self._trouble = None
-        callbacks, self._after_commit = self._after_commit, []
-        for cb in callbacks:
-            try:
-                cb()
-            except Exception:  # the data is committed; a mirror that failed to follow is logged, not fatal
-                log.exception("an after-commit callback failed")
-        for fut, ok, value in outcomes:
-            if ok:
-                fut.set_result(value)
-            else:
-                fut.set_exception(value)
 
     def _storage(self, exc: BaseException) -> BaseException:
         """A storage failure as the typed error callers and the API understand (disk full,

@@ -20,10 +20,8 @@ string building.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from concurrent.futures import Future
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
 
@@ -35,6 +33,7 @@ from psycopg_pool import ConnectionPool, PoolTimeout
 from signet.errors import StorageBusy, StorageError
 from signet.store import pg_dialect, pg_migrations
 from signet.store.backend import Dialect
+from signet.store.group_writer import GroupWriter
 from signet.store.pg_url import Target, scrub
 
 log = logging.getLogger(__name__)
@@ -107,22 +106,22 @@ class Connection:
         return cur
 
 
-class PostgresDatabase:
-    """A PostgreSQL database: one writer thread and a pool of reader connections."""
+class PostgresDatabase(GroupWriter):
+    """A PostgreSQL database: one writer thread (signet.store.group_writer) and a pool of
+    reader connections."""
 
     dialect: Dialect = "postgres"
+    engine_errors = (psycopg.Error,)
 
     def __init__(self, target: Target, *, pool_size: int = 8, apply_migrations: bool = True) -> None:
+        super().__init__()
         self.target = target
         self.pool_size = pool_size
         self.apply_migrations = apply_migrations
-        self._queue: queue.Queue[tuple[WriteFn, Future[Any]] | None] = queue.Queue()
-        self._writer: threading.Thread | None = None
-        self._write_conn: Connection | None = None
         self._pool: ConnectionPool[Any] | None = None
         self._local = threading.local()
-        self._closed = False
-        self._after_commit: list[Callable[[], None]] = []
+        self._trouble_code: str | None = None
+        """The code of the storage problem the last failed group hit, until a write lands."""
         self.on_trouble: Callable[[str, str | None], None] | None = None
         self.on_migrate: Callable[[list[int]], None] | None = None
 
@@ -165,8 +164,7 @@ class PostgresDatabase:
             name="signet-pg-readers",
             open=True,
         )
-        self._writer = threading.Thread(target=self._run_writer, name="signet-pg-writer", daemon=True)
-        self._writer.start()
+        self._start_writer("signet-pg-writer")
         return self
 
     def _before_migration(self, versions: list[int]) -> None:
@@ -177,9 +175,7 @@ class PostgresDatabase:
         if self._closed:
             return
         self._closed = True
-        if self._writer is not None:
-            self._queue.put(None)
-            self._writer.join(timeout=30)
+        self._stop_writer()
         if self._write_conn is not None:
             self._write_conn.raw.close()
         if self._pool is not None:
@@ -191,102 +187,31 @@ class PostgresDatabase:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    # -- writes ----------------------------------------------------------------------------
-    def write(self, fn: Callable[[Any], T]) -> T:
-        """Run ``fn(conn)`` in a write transaction on the writer thread (inline when called
-        from a write function)."""
-        if threading.current_thread() is self._writer:
-            return fn(self._write_conn)
-        if self._closed or self._writer is None:
-            raise RuntimeError("database is closed")
-        fut: Future[T] = Future()
-        self._queue.put((fn, fut))
-        return fut.result()
+    # -- writes (signet.store.group_writer) -------------------------------------------------
+    def _exec(self, conn: Any, sql: str) -> None:
+        conn.raw.execute(sql)
 
-    def submit(self, fn: WriteFn) -> Future[Any]:
-        fut: Future[Any] = Future()
-        if self._closed or self._writer is None:
-            fut.set_exception(RuntimeError("database is closed"))
-            return fut
-        self._queue.put((fn, fut))
-        return fut
-
-    def after_commit(self, fn: Callable[[], None]) -> None:
-        if threading.current_thread() is not self._writer:
-            raise RuntimeError("after_commit is only for write functions (the writer thread)")
-        self._after_commit.append(fn)
-
-    def _run_writer(self) -> None:
-        conn = self._write_conn
-        assert conn is not None
-        while True:
-            item = self._queue.get()
-            if item is None:
-                return
-            batch = [item]
-            stop = False
-            while len(batch) < _GROUP_MAX:
-                try:
-                    nxt = self._queue.get_nowait()
-                except queue.Empty:
-                    break
-                if nxt is None:
-                    stop = True
-                    break
-                batch.append(nxt)
-            self._commit_group(conn, batch)
-            if stop:
-                return
-
-    def _commit_group(self, conn: Connection, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
+    def _abort(self, conn: Any) -> None:
         raw = conn.raw
-        outcomes: list[tuple[Future[Any], bool, Any]] = []
-        self._after_commit.clear()
-        try:
-            raw.execute("BEGIN")
-            for i, (fn, fut) in enumerate(batch):
-                sp = f"w{i}"
-                raw.execute(f"SAVEPOINT {sp}")
-                mark = len(self._after_commit)
-                try:
-                    result = fn(conn)
-                except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
-                    raw.execute(f"ROLLBACK TO SAVEPOINT {sp}")
-                    raw.execute(f"RELEASE SAVEPOINT {sp}")
-                    del self._after_commit[mark:]
-                    outcomes.append((fut, False, exc))
-                    continue
-                raw.execute(f"RELEASE SAVEPOINT {sp}")
-                outcomes.append((fut, True, result))
-            raw.execute("COMMIT")
-        except psycopg.Error as exc:  # BEGIN, a savepoint or COMMIT failed: the whole group rolls back
-            if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not raw.closed:
-                try:
-                    raw.execute("ROLLBACK")
-                except psycopg.Error as again:
-                    log.warning("rollback after a failed write group also failed: %s", scrub(str(again)))
-            self._after_commit.clear()
-            err = self._trouble(exc)
-            for _, fut in batch:
-                fut.set_exception(err)
-            return
-        callbacks, self._after_commit = self._after_commit, []
-        for cb in callbacks:
+        if raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE and not raw.closed:
             try:
-                cb()
-            except Exception:  # the data is committed; a mirror that failed to follow is logged
-                log.exception("an after-commit callback failed")
-        for fut, ok, value in outcomes:
-            if ok:
-                fut.set_result(value)
-            else:
-                fut.set_exception(value)
+                raw.execute("ROLLBACK")
+            except psycopg.Error as again:
+                log.warning("rollback after a failed write group also failed: %s", scrub(str(again)))
 
-    def _trouble(self, exc: BaseException) -> BaseException:
+    def _group_error(self, exc: BaseException) -> BaseException:
         err = self._error(exc) if isinstance(exc, psycopg.OperationalError) else exc
-        if isinstance(err, StorageError) and self.on_trouble is not None:
-            self.on_trouble(err.code, err.message)
+        if isinstance(err, StorageError):
+            self._trouble_code = err.code
+            if self.on_trouble is not None:
+                self.on_trouble(err.code, err.message)
         return err
+
+    def _landed(self) -> None:
+        if self._trouble_code is not None:
+            if self.on_trouble is not None:
+                self.on_trouble(self._trouble_code, None)  # writes land again: the problem has passed
+            self._trouble_code = None
 
     # -- reads -----------------------------------------------------------------------------
     @contextmanager

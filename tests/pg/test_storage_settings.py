@@ -94,6 +94,15 @@ def test_an_inline_password_is_moved_out_of_the_conninfo() -> None:
     assert t.password == SECRET and SECRET not in t.conninfo
 
 
+@pytest.mark.parametrize("tail", ["wrong'; DROP TABLE memories; --@db/x", "has space@db/x", "%zz@db/x"])
+def test_a_url_libpq_cannot_parse_is_refused_without_its_password(tail: str) -> None:
+    """libpq's parse error quotes the URL around the fault: none of it may be shown."""
+    url = f"postgresql://u:{SECRET}{tail}"
+    with pytest.raises(ValueError) as caught:
+        resolve(url, "env:NOT_USED", environ={})
+    assert SECRET not in str(caught.value) and "DROP" not in str(caught.value) and "percent-encode" in str(caught.value)
+
+
 def _tcp(cluster: Cluster) -> Cluster:
     if cluster.port is None or cluster.password is None:
         pytest.skip("this flavour listens on a trusted unix socket: no password to leak")

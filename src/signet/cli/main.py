@@ -37,6 +37,7 @@ COMMAND_MODULES = [
     "config",
     "dashboard",
     "continuity",
+    "migrate_storage",
 ]
 
 for _name in COMMAND_MODULES:

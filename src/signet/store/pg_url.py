@@ -68,8 +68,11 @@ def resolve(
     up in the secret store (None when it holds no such entry)."""
     try:
         params = conninfo_to_dict(url)
-    except psycopg.ProgrammingError as exc:  # its text may quote the URL
-        raise ValueError(f"storage.url is not a valid PostgreSQL URL: {scrub(str(exc))}") from None
+    except psycopg.ProgrammingError:  # libpq's text quotes the URL around the fault, password included
+        raise ValueError(
+            "storage.url is not a valid PostgreSQL URL: percent-encode special characters (space, @, :, /, ?, #, %) "
+            "in its user and password, or leave the password out of it and name it in storage.password"
+        ) from None
     inline = params.pop("password", None)
     password = str(inline) if inline else None
     if password is None:

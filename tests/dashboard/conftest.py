@@ -16,6 +16,9 @@ from typing import Any
 
 import pytest
 
+from signet.auth.tokens import issue, load_secret
+from tests.conftest import DaemonProcess
+
 REPO = Path(__file__).resolve().parents[2]
 ARTIFACTS = Path(os.environ.get("SIGNET_TEST_ARTIFACTS", REPO / "test-artifacts")) / "dashboard"
 
@@ -102,3 +105,11 @@ def axe_violations(page: Any) -> list[str]:
         f"{v['id']} ({v['impact']}): {v['help']} — {[n['target'] for n in v['nodes']][:3]}"
         for v in results.response["violations"]
     ]
+
+
+def token(d: DaemonProcess, role: Any, sub: str | None = None) -> str:
+    """A token of ``role`` signed with the daemon's own secret (a team-mode client's). Tokens
+    are deterministic (subject, role, the second issued): a test that revokes one names its own
+    ``sub``, or a test issuing the same role within that second would get the revoked token."""
+    tok, _ = issue(load_secret(d.workspace.root), sub=sub or f"{role}-user", role=role, ttl_s=3600)
+    return str(tok)

@@ -15,10 +15,9 @@ import httpx
 import pytest
 import yaml
 
-from signet.auth.tokens import issue, load_secret
 from signet.workspace import Workspace, setup_workspace
 from tests.conftest import DaemonProcess, launch_daemon, write_config
-from tests.dashboard.conftest import axe_violations, shot
+from tests.dashboard.conftest import axe_violations, shot, token
 
 pytestmark = pytest.mark.slow
 
@@ -280,11 +279,6 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
         yield d
     finally:
         d.stop()
-
-
-def token(d: DaemonProcess, role: Any) -> str:
-    tok, _ = issue(load_secret(d.workspace.root), sub=f"{role}-user", role=role, ttl_s=3600)
-    return str(tok)
 
 
 def test_team_mode_without_a_token_shows_the_login(team: DaemonProcess, page: Any) -> None:

@@ -16,10 +16,9 @@ from typing import Any
 import httpx
 import pytest
 
-from signet.auth.tokens import issue, load_secret
 from signet.workspace import Workspace, setup_workspace
 from tests.conftest import DaemonProcess, launch_daemon, write_config
-from tests.dashboard.conftest import axe_violations, shot
+from tests.dashboard.conftest import axe_violations, shot, token
 
 pytestmark = pytest.mark.slow
 
@@ -248,11 +247,6 @@ def team(tmp_path_factory: pytest.TempPathFactory) -> Iterator[DaemonProcess]:
         d.stop()
 
 
-def token(d: DaemonProcess, role: Any) -> str:
-    tok, _ = issue(load_secret(d.workspace.root), sub=f"{role}-user", role=role, ttl_s=3600)
-    return str(tok)
-
-
 def sign_in(page: Any, d: DaemonProcess, tok: str, route: str) -> None:
     page.goto(f"{d.url}/{route}")
     page.get_by_label("Token").fill(tok)
@@ -288,7 +282,7 @@ def test_an_admin_issues_a_scoped_token_and_revokes_it(team: DaemonProcess, page
         r = c.get("/api/memories")
         assert r.status_code == 401 and "invalid or expired" in r.json()["error"]
     # a pasted token, and a string that is not one of ours
-    other = token(team, "readonly")
+    other = token(team, "readonly", sub="leaver")
     page.get_by_label("Token to revoke").fill("not.a-token")
     page.get_by_role("button", name="Revoke", exact=True).click()
     page.locator("#revoke-out", has_text="not a token signed").wait_for()

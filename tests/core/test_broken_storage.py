@@ -97,6 +97,11 @@ def test_a_full_disk_and_a_read_only_workspace(small_fs: Path) -> None:
             # Reads go on; health and status say why.
             assert c.get(f"/api/memory/{kept}").status_code == 200
             assert c.post("/api/memory/recall", json={"query": "written before"}).json()["results"]
+            # The recall's access count is a write that needs no new page: it may land on the
+            # full disk. Wait for it; the disk is still full, and health must keep saying so.
+            deadline = time.monotonic() + 3
+            while c.get(f"/api/memory/{kept}").json().get("access_count", 0) < 1 and time.monotonic() < deadline:
+                time.sleep(0.1)
             health = c.get("/health").json()
             assert health["status"] == "degraded" and any("disk full" in r for r in health["reasons"]), health
             assert any("disk full" in w for w in c.get("/api/status").json()["warnings"])

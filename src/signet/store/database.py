@@ -11,13 +11,14 @@ connections in WAL mode and never wait for the writer.
 from __future__ import annotations
 
 import logging
+import shutil
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any, TypeVar
 
 from signet.config import BackupSettings
-from signet.errors import StorageBusy, StorageError, storage_error
+from signet.errors import StorageBusy, StorageError, StorageFull, storage_error
 from signet.store import backup, space
 from signet.store.backend import Dialect
 from signet.store.decay import sql_decay
@@ -36,6 +37,8 @@ MAX_READERS = 8
 """Read connections open at most. Reads are short and the machine has few cores; more
 connections would only add page caches (:data:`READER_CACHE_KIB` each at most)."""
 READER_WAIT_S = 60.0
+SPACE_BACK_BYTES = 1 << 20
+"""Free space at which a full disk counts as having room again (with a write that landed)."""
 
 
 def connect(path: Path, *, readonly: bool = False) -> Any:
@@ -189,9 +192,21 @@ class Database(GroupWriter):
         return self._storage(exc)
 
     def _landed(self) -> None:
-        if self._trouble is not None:
-            self._report(self._trouble, None)  # writes land again: the problem has passed
-            self._trouble = None
+        if self._trouble is None:
+            return
+        if self._trouble == StorageFull.code and not self._space_back():
+            # A write that needed no new page (an access count, a flag) lands on a full disk:
+            # the disk is still full, and the next new memory would fail again.
+            return
+        self._report(self._trouble, None)  # writes land again: the problem has passed
+        self._trouble = None
+
+    def _space_back(self) -> bool:
+        """Whether the database's filesystem has room again after a disk-full failure."""
+        try:
+            return shutil.disk_usage(self.path.parent).free >= SPACE_BACK_BYTES
+        except OSError:
+            return True  # cannot tell: the write that landed is the evidence
 
     def _storage(self, exc: BaseException) -> BaseException:
         """A storage failure as the typed error callers and the API understand (disk full,

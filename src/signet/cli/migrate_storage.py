@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from rich.console import Console
@@ -21,9 +21,10 @@ from signet import instance
 from signet.cli.app import app
 from signet.errors import Conflict, InvalidRequest, SignetError
 from signet.secrets.store import SecretStore
-from signet.store import pg_url
-from signet.store.transfer_storage import AnyEnd, PostgresEnd, SqliteEnd, TransferReport, transfer
 from signet.workspace import Workspace
+
+if TYPE_CHECKING:  # they import psycopg, which only the postgres extra installs: see _require_postgres
+    from signet.store.transfer_storage import AnyEnd, PostgresEnd, TransferReport
 
 _PG_SCHEMES = ("postgresql://", "postgres://")
 
@@ -32,7 +33,24 @@ def _is_pg(spec: str) -> bool:
     return spec.lower().startswith(_PG_SCHEMES)
 
 
+def _require_postgres() -> None:
+    """The command needs the ``postgres`` extra (psycopg, sqlglot); the default install has
+    neither, and every other command must start without them (this module is imported with
+    the CLI), so the store modules that need them are imported only past this check."""
+    try:
+        import psycopg  # noqa: F401
+        import psycopg_pool  # noqa: F401
+        import sqlglot  # noqa: F401
+    except ImportError as exc:
+        raise InvalidRequest(
+            f"signet migrate-storage needs PostgreSQL support ({exc.name or exc} is not installed): "
+            "pip install 'signet-memory[postgres]'"
+        ) from None
+
+
 def _sqlite_path(spec: str, ws: Workspace) -> Path:
+    from signet.store import pg_url
+
     if spec == "sqlite":
         return ws.database_path(ws.settings())
     if spec.startswith("sqlite:") and len(spec) > len("sqlite:"):
@@ -43,6 +61,9 @@ def _sqlite_path(spec: str, ws: Workspace) -> Path:
 
 
 def _pg_end(spec: str, password: str, ws: Workspace) -> PostgresEnd:
+    from signet.store import pg_url
+    from signet.store.transfer_storage import PostgresEnd
+
     def secret(name: str) -> str | None:
         return SecretStore(ws.secrets_dir, ws.settings().secrets.key_store).values([name]).get(name)
 
@@ -99,6 +120,9 @@ def migrate_storage(
     """Copy every table of the store to an empty PostgreSQL database (or a PostgreSQL store to
     a new SQLite file), then compare row counts and SHA-256 hashes per table. The daemon must
     be stopped; the target must be empty."""
+    _require_postgres()
+    from signet.store.transfer_storage import SqliteEnd, transfer
+
     ws = Workspace.from_env()
     ref = password if password is not None else ws.settings().storage.password
     if _is_pg(source) == _is_pg(to):

@@ -85,7 +85,7 @@ def page(browser: Any, request: pytest.FixtureRequest) -> Iterator[Any]:
     p = ctx.new_page()
     errors: list[str] = []
     p.on("pageerror", lambda exc: errors.append(str(exc)))
-    p.set_default_timeout(10_000)
+    p.set_default_timeout(30_000)  # behaviour, not speed: a loaded CI machine is slow to paint
     try:
         yield p
         failed = getattr(request.node, "rep_call", None)

@@ -335,8 +335,12 @@ def test_start_waits_for_a_daemon_migrating_an_older_store(tmp_path: Path) -> No
     holder = sqlite3.connect(str(db), isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     env = {**os.environ, "SIGNET_WORKSPACE": str(root), "SIGNET_PORT": str(port), "HOME": str(tmp_path / "home")}
+    # --wait must outlast the daemon's own start-up to the migration (imports, opening the
+    # store: 1-3 s on a loaded machine), or start gives up before the daemon can say it migrates.
+    wait_s = 5
+    spawned = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "signet.cli.main", "start", "--wait", "1"],
+        [sys.executable, "-m", "signet.cli.main", "start", "--wait", str(wait_s)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
@@ -351,7 +355,7 @@ def test_start_waits_for_a_daemon_migrating_an_older_store(tmp_path: Path) -> No
             assert proc.poll() is None, f"start gave up: {said}"
             assert time.monotonic() < deadline, f"start never said it waits for the migration: {said}"
             time.sleep(0.1)
-        time.sleep(2.5)  # well past --wait 1: still waiting, the daemon still alive
+        time.sleep(max(0.0, spawned + wait_s + 1.5 - time.monotonic()))  # well past --wait: still waiting
         assert proc.poll() is None, said
         assert instance.migrating(root / ".daemon", _daemon_pid(root)) == [latest]
     finally:

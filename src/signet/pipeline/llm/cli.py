@@ -65,7 +65,7 @@ class CliProvider(ABC):
     # -- what subclasses say -----------------------------------------------------------------
     @abstractmethod
     def argv(self, exe: str, system: str | None) -> list[str]:
-        raise NotImplementedError
+        """The command line that runs ``exe`` for one call (with ``system`` when it has a flag)."""
 
     def stdin(self, prompt: str, system: str | None) -> str:
         """What goes in on stdin: the prompt, after the system text when the CLI has no flag for it."""
@@ -73,7 +73,7 @@ class CliProvider(ABC):
 
     @abstractmethod
     def parse(self, out: str) -> tuple[str, Usage | None]:
-        raise NotImplementedError
+        """The answer and its token usage (when the CLI reports it) from the CLI's stdout."""
 
     # -- the call ----------------------------------------------------------------------------
     def executable(self) -> str:

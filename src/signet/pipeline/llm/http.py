@@ -68,7 +68,7 @@ class HttpProvider(ABC):
     def complete_with_usage(
         self, prompt: str, *, system: str | None = None, timeout: float | None = None
     ) -> tuple[str, Usage | None]:
-        raise NotImplementedError
+        """One call to the provider's API: the answer and the usage it reports."""
 
     def complete(self, prompt: str, *, system: str | None = None, timeout: float | None = None) -> str:
         return self.complete_with_usage(prompt, system=system, timeout=timeout)[0]

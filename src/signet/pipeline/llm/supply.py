@@ -30,7 +30,13 @@ from signet.pipeline.llm.http import HOW_TO_CONFIGURE, NoProvider
 log = logging.getLogger(__name__)
 
 HEALTH_TTL = 15.0
-"""Seconds a probe's answer is trusted: an unreachable provider is asked again this often."""
+"""Seconds a probe's answer is trusted; an unreachable provider is asked again at most this
+long after its last failed probe."""
+DOWN_FIRST_S = 1.0
+"""After the first failed probe the provider is asked again this soon, then twice as long after
+each further failure, up to :data:`HEALTH_TTL`: a brief outage (an Ollama restarting, a laptop
+waking) is over for the pipeline within a second or two of the provider answering, while a long
+one costs one probe per :data:`HEALTH_TTL`."""
 NONE_RECHECK_S = 5.0
 """With no provider, how often new jobs are parked (a remember, a reload wake the workers at once)."""
 BUDGET_RECHECK_S = 60.0
@@ -54,6 +60,8 @@ class LlmSupply:
         self._budgets: dict[str, Budget] = {}
         self._lock = threading.Lock()
         self._health: tuple[float, bool, str | None] | None = None
+        self._down_streak = 0
+        """Failed probes (or calls) in a row: how long a "down" answer is trusted (:meth:`_ttl`)."""
         self._said_down = False
         """The last probe found the provider down and the log has said so (once per outage)."""
         self._loaded = False
@@ -118,7 +126,7 @@ class LlmSupply:
             self.extraction, self.provider_error = extraction, error
             self.llm.swap(provider, extraction, self._budget(extraction.provider))
             with self._lock:
-                self._health = None
+                self._health, self._down_streak = None, 0
             log.info("pipeline: LLM provider is now %s%s", extraction.provider, f" ({error})" if error else "")
         self.reloads += 1
         for fn in self.on_change:
@@ -126,13 +134,21 @@ class LlmSupply:
         return True
 
     # -- may a call be made ------------------------------------------------------------------
+    def _ttl(self, ok: bool) -> float:
+        """How long a probe's answer stands: :data:`HEALTH_TTL` for "up"; for "down",
+        :data:`DOWN_FIRST_S` doubled per failure in a row, capped at :data:`HEALTH_TTL`."""
+        if ok:
+            return HEALTH_TTL
+        return min(HEALTH_TTL, DOWN_FIRST_S * 2.0 ** max(self._down_streak - 1, 0))
+
     def health(self) -> tuple[bool, str | None]:
-        """The provider's probe, cached for :data:`HEALTH_TTL` s (a live answer since wins)."""
+        """The provider's probe, cached (:meth:`_ttl`; a live answer since wins)."""
         if self.provider_error:
             return False, self.provider_error
         with self._lock:
             cached = self._health
-        if cached is not None and time.monotonic() - cached[0] < HEALTH_TTL:
+            ttl = self._ttl(cached[1]) if cached is not None else 0.0
+        if cached is not None and time.monotonic() - cached[0] < ttl:
             last_ok = self.llm.last_success
             if not cached[1] and last_ok is not None and last_ok > cached[0]:
                 return True, None  # it answered since the failed probe
@@ -142,6 +158,7 @@ class LlmSupply:
         with self._lock:
             if provider is self.provider:  # not a probe of a provider swapped out meanwhile
                 self._health = (time.monotonic(), ok, why)
+                self._down_streak = 0 if ok else self._down_streak + 1
                 said, self._said_down = self._said_down, not ok
             else:
                 said = True
@@ -159,6 +176,7 @@ class LlmSupply:
         """A call found the provider gone: trust that over the last probe for a while."""
         with self._lock:
             self._health = (time.monotonic(), False, why)
+            self._down_streak += 1
 
     def blocked(self) -> Blocked | None:
         """None when an LLM call may be made now; else why not, and the status jobs wait in."""
@@ -178,11 +196,13 @@ class LlmSupply:
             )
         ok, why = self.health()
         if not ok:
+            with self._lock:
+                again = self._ttl(False)
             return Blocked(
                 queue.WAITING_FOR_PROVIDER,
                 f"waiting for the provider: {name} is not reachable ({why}); jobs wait and run when it answers "
-                f"(asked every {HEALTH_TTL:g} s), or fix memory.pipelineV2.extraction in agent.yaml",
-                HEALTH_TTL,
+                f"(asked again within {HEALTH_TTL:g} s), or fix memory.pipelineV2.extraction in agent.yaml",
+                again,
             )
         budget = self.budget
         refusal = budget.check() if budget is not None else None

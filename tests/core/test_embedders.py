@@ -289,7 +289,7 @@ def test_edits_skip_a_hanging_provider_while_the_breaker_is_open(
         assert first.status_code == 200 and first.json()["embedded"] is False and took >= 0.9
         for mid, text in ((ids[1], "plums grow by the gate"), (ids[2], "cherries grow on the hill")):
             r, took = asyncio.run(edit(mid, text))  # without the breaker: another 1 s timeout each
-            assert r.status_code == 200 and r.json()["embedded"] is False and took < 0.5, (r.text, took)
+            assert r.status_code == 200 and r.json()["embedded"] is False and took < 0.9, (r.text, took)
         assert rt.embeddings.query_paused() is not None  # recall skips the provider as well
 
         async def similar(mid: str) -> dict[str, Any]:
@@ -365,13 +365,13 @@ def test_query_embedding_breaker_skips_a_hanging_provider_then_closes(
         now[0] += 5
         for query in ("which orchard has pears", "orchard pears", "pears and apples in the orchard"):
             out, took = recall(query)
-            assert took < 0.5, took
+            assert took < 0.9, took
             assert out["method"] == "fts" and [r["id"] for r in out["results"]] == [orchard]
             reason = out["vector_search"]["reason"]
             assert BREAKER_REASON.match(reason), reason
             assert "failed 5.0 s ago" in reason and "retrying after 25.0 s" in reason
         searched, took = asyncio.run(call("GET", "/api/memory/search", params={"q": "orchard pears"}))
-        assert took < 0.5 and searched["method"] == "fts" and BREAKER_REASON.match(searched["vector_search"]["reason"])
+        assert took < 0.9 and searched["method"] == "fts" and BREAKER_REASON.match(searched["vector_search"]["reason"])
         assert fake.requests == asked  # nothing more was sent to the hanging provider
 
         status, _ = asyncio.run(call("GET", "/api/status"))
@@ -388,7 +388,7 @@ def test_query_embedding_breaker_skips_a_hanging_provider_then_closes(
         assert out["method"] == "fts" and "HTTP 500" in out["vector_search"]["reason"]
         assert fake.requests == asked + 1
         out, took = recall("pears in the orchard, still")
-        assert took < 0.5 and "retrying after 30.0 s" in out["vector_search"]["reason"]
+        assert took < 0.9 and "retrying after 30.0 s" in out["vector_search"]["reason"]
         assert fake.requests == asked + 1
 
         # Recovered: the probe after the next cool-down succeeds and closes the breaker.

@@ -7,6 +7,15 @@
 - ``daemon``           a real ``signet daemon`` subprocess (uvicorn) on a free loopback port
 - ``start_daemon``     factory for daemons on chosen workspaces (restart tests)
 - ``model_cache``      the session's ``SIGNET_MODEL_CACHE`` (ONNX export of the bundled model)
+
+The store: every workspace ``make_workspace`` builds uses SQLite (its file), unless the run
+says ``SIGNET_TEST_STORAGE=postgres``: then its agent.yaml names a fresh database on the
+session's PostgreSQL 15 cluster (tests/pgcluster.py), so the same tests run the runtime, the
+in-process app, daemon subprocesses and the CLI on PostgreSQL, unchanged. A test that is about
+the SQLite file by nature (corrupting it, PRAGMAs, the FTS5 index, file backups) is marked
+``@pytest.mark.sqlite_only("why")`` and skipped in such a run (docs/team.md)::
+
+    SIGNET_TEST_STORAGE=postgres pytest -m 'not long' tests/core/test_api_memory.py ...
 """
 
 from __future__ import annotations
@@ -50,6 +59,53 @@ if "SIGNET_MODEL_CACHE" not in os.environ:
 os.environ["XDG_BIN_HOME"] = tempfile.mkdtemp(prefix="signet-test-bin-")
 atexit.register(shutil.rmtree, os.environ["XDG_BIN_HOME"], ignore_errors=True)
 
+TEST_STORAGE = os.environ.get("SIGNET_TEST_STORAGE", "sqlite")
+"""``sqlite`` (the default) or ``postgres``: which store every test workspace uses."""
+if TEST_STORAGE not in ("sqlite", "postgres"):
+    raise RuntimeError(f"SIGNET_TEST_STORAGE must be sqlite or postgres, not {TEST_STORAGE!r}")
+PG_PASSWORD_ENV = "SIGNET_TEST_PG_PASSWORD"
+"""Where a postgres run's workspaces read the cluster's password (storage.password: env:...):
+set once the cluster runs, inherited by every daemon and CLI subprocess."""
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    config.addinivalue_line(
+        "markers",
+        "sqlite_only(reason): about the SQLite file by nature (corruption, PRAGMAs, FTS5, file "
+        "backups); skipped when SIGNET_TEST_STORAGE=postgres",
+    )
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if TEST_STORAGE != "postgres":
+        return
+    for item in items:
+        mark = item.get_closest_marker("sqlite_only")
+        if mark is not None:
+            why = mark.args[0] if mark.args else mark.kwargs.get("reason", "about the SQLite file")
+            item.add_marker(pytest.mark.skip(reason=f"sqlite_only: {why}"))
+
+
+def pg_storage_section() -> dict[str, Any]:
+    """agent.yaml's ``storage`` for a new test workspace in a postgres run: a fresh database."""
+    from tests import pgcluster
+
+    try:
+        cluster = pgcluster.shared("debian15")
+    except pgcluster.Unavailable as exc:
+        pytest.skip(f"SIGNET_TEST_STORAGE=postgres but PostgreSQL is unavailable: {exc}")
+    if cluster.password:
+        os.environ[PG_PASSWORD_ENV] = cluster.password
+    url = cluster.new_database(password=False)
+    return {"backend": "postgres", "url": url, "password": f"env:{PG_PASSWORD_ENV}"}
+
+
+# pytest-xdist's workers get COLUMNS=80 / LINES=24 in their environment, which every CLI run
+# in a test inherits: Rich then wraps at 80 columns whatever the pseudo-terminal's size, and a
+# long temp path splits mid-word. The tests size output by their terminal, as users' runs do.
+for _name in ("COLUMNS", "LINES"):
+    os.environ.pop(_name, None)
+
 # Secret stores made by tests keep their key in a file in the test's workspace, never in the
 # real OS keyring of the machine running the tests (keyring's own switch; daemons inherit it).
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
@@ -86,6 +142,8 @@ def make_workspace(tmp_path: Path) -> Callable[..., Workspace]:
         setup_workspace(ws, agent_name="test-agent", user_name="Tester", embedding_provider=embedding)
         # No LLM runs in tests unless a test points the pipeline at its fake server (tests/pipeline).
         write_config(ws, memory={"pipelineV2": {"extraction": {"provider": "none"}}})
+        if TEST_STORAGE == "postgres":
+            write_config(ws, storage=pg_storage_section())
         if sections:
             write_config(ws, **sections)
         return ws

@@ -54,6 +54,14 @@ class Cluster:
     """Seconds from nothing to accepting connections (initdb included)."""
     _stop: Callable[[], None] = field(repr=False)
     _made: int = 0
+    _restart: Callable[[], None] | None = field(default=None, repr=False)
+
+    def restart(self) -> None:
+        """``pg_ctl restart -m fast`` (debian15 only): every open connection is cut, as when a
+        team's server is restarted; returns once it accepts connections again."""
+        if self._restart is None:
+            raise Unavailable(f"restart is not supported for the {self.flavour} flavour")
+        self._restart()
 
     def stop(self) -> None:
         """Stop the server and remove its files (once; later calls do nothing)."""
@@ -67,16 +75,17 @@ class Cluster:
         auth = f"postgres:{quote(self.password, safe='')}" if password and self.password else "postgres"
         return f"postgresql://{auth}@{self.host}:{self.port}/{dbname}"
 
-    def new_database(self) -> str:
+    def new_database(self, *, password: bool = True) -> str:
         """Create an empty database for one test and return its URL (isolation without a
-        cluster per test: CREATE DATABASE takes ~0.1 s)."""
+        cluster per test: CREATE DATABASE takes ~0.1 s); ``password=False``: the URL without
+        the password (the caller passes it another way, as agent.yaml's storage.password)."""
         import psycopg
 
         self._made += 1
         name = f"t{os.getpid()}_{self._made}_{secrets.token_hex(3)}"
         with psycopg.connect(self.url, autocommit=True) as conn:
             conn.execute(f'CREATE DATABASE "{name}"')
-        return self.url_for(name)
+        return self.url_for(name, password=password)
 
 
 _SHARED: dict[str, Cluster | Unavailable] = {}
@@ -192,6 +201,9 @@ def _start_debian() -> Cluster:
         finally:
             shutil.rmtree(root, ignore_errors=True)
 
+    def restart() -> None:
+        run(str(pg_ctl), "-D", str(data), "-l", str(log), "-o", opts, "-m", "fast", "-w", "-t", "60", "restart")
+
     return Cluster(
         flavour="debian15",
         url=f"postgresql://postgres:{quote(password, safe='')}@127.0.0.1:{port}/postgres",
@@ -201,4 +213,5 @@ def _start_debian() -> Cluster:
         has_vector=False,
         started_s=started,
         _stop=stop,
+        _restart=restart,
     )

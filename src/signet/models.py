@@ -562,6 +562,24 @@ class StorageStatus(BaseModel):
     auto_vacuum: str = Field(description="incremental: purged space goes back; none: run signet repair --vacuum")
 
 
+class StorePool(BaseModel):
+    """The store's reader connections (PostgreSQL: psycopg_pool; SQLite: its reader pool)."""
+
+    max: int = Field(description="connections at most (storage.poolSize on PostgreSQL)")
+    open: int
+    in_use: int
+    waiting: int = Field(description="reads waiting for a connection now")
+
+
+class StoreStatus(BaseModel):
+    """Which store the daemon runs on (docs/team.md). Never holds a password."""
+
+    backend: Literal["sqlite", "postgres"]
+    location: str = Field(description="the SQLite file, or host:port/database of the PostgreSQL server")
+    user: str | None = Field(None, description="the PostgreSQL user (null on SQLite)")
+    pool: StorePool
+
+
 class LlmStatus(BaseModel):
     """The pipeline's LLM (docs/pipeline.md): which provider, whether its jobs run, and why not."""
 
@@ -599,6 +617,7 @@ class StatusResponse(BaseModel):
     vector_search: VectorSearchState
     keyword_index: KeywordIndexState
     storage: StorageStatus | None = None
+    store: StoreStatus | None = None
     llm: LlmStatus | None = None
     capture: CaptureStatus | None = None
     warnings: list[str]

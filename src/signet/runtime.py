@@ -12,7 +12,7 @@ import logging
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import cast
+from typing import TYPE_CHECKING, cast
 
 from signet.auth.state import AuthState
 from signet.capture.follow import LiveCapture
@@ -40,14 +40,19 @@ from signet.search.keyword_mirror import KeywordMirror
 from signet.search.vectors import VectorIndex, limit_blas_threads
 from signet.secrets.service import SecretsService
 from signet.secrets.store import SecretStore
+from signet.secrets.store import reader as secret_reader
 from signet.skills.service import SkillService
 from signet.store.backend import StorageBackend
+from signet.store.choose import build_store
 from signet.store.database import Database
 from signet.store.integrity import StoreRecord, check, looks_lost
 from signet.store.sqlite import sqlite3
 from signet.tasks.service import TaskService
 from signet.updates.service import UpdateService
 from signet.workspace import Workspace
+
+if TYPE_CHECKING:
+    from signet.store.pg_feed import ChangeFeed
 
 log = logging.getLogger(__name__)
 
@@ -65,17 +70,25 @@ class Runtime:
         self.workspace = workspace
         self.settings = settings if settings is not None else workspace.settings()
         self.db_path = workspace.database_path(self.settings)
-        # ``storage``: another store behind the same interface (the PostgreSQL store in
-        # tests/core; agent.yaml cannot choose it yet, docs/team.md). The services are typed
-        # against Database; both keep the contract of signet.store.backend.
+        # The store agent.yaml's ``storage`` names (signet.store.choose), or one given by code
+        # (tests). The services are typed against Database; both stores keep the contract of
+        # signet.store.backend.
         self.db = (
-            cast(Database, storage) if storage is not None else Database(self.db_path, backups=self.settings.backup)
+            cast(Database, storage)
+            if storage is not None
+            else build_store(
+                workspace, self.settings, secret_reader(workspace.secrets_dir, self.settings.secrets.key_store)
+            )
         )
         self.sqlite = self.db.dialect == "sqlite"
-        """Whether the store is the SQLite file (its integrity check, the FTS5 keyword mirror)."""
+        """Whether the store is the SQLite file (its integrity check, FTS5)."""
         self.index = VectorIndex()
-        self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index and self.sqlite else None
+        # On PostgreSQL the mirror is the thread-context index itself (docs/team.md, keyword search).
+        self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)
+        self.feed: ChangeFeed | None = None
+        """PostgreSQL only: other daemons' writes reaching this daemon's vector index
+        (signet.store.pg_feed); ``feed.status()`` / ``feed.behind()`` report its lag."""
         self.service = MemoryService(
             self.db,
             self.settings,
@@ -213,7 +226,11 @@ class Runtime:
             )
 
     def _save_record(self) -> None:
-        """Remember how many memories the database holds (start and stop)."""
+        """Remember how many memories the database holds (start and stop). Only the SQLite
+        file's: the check it feeds is the file's, and a PostgreSQL count recorded here would
+        make the workspace's file look emptied after a switch back to SQLite."""
+        if not self.sqlite:
+            return
         try:
             count = int(self.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories").fetchone()[0]))
             self.record.save(count)
@@ -241,6 +258,9 @@ class Runtime:
             log.error("%s", msg)
             self.condition.report("storage_damaged", msg)
         limit_blas_threads(self.settings.search.vector_threads)
+        if not self.sqlite:  # the feed's cursor is taken before the vector index loads
+            self.feed = _change_feed(self)
+            self.feed.start()
         self.embeddings.start()
         if self.keywords is not None:
             self.keywords.start()
@@ -255,6 +275,8 @@ class Runtime:
             on_stored=self.hooks.recovered,
         )
         self.auth.sync_roster()
+        if not self.sqlite:  # adopt the store's shared token secret now, so this host's CLI signs with it
+            _ = self.auth.secret
         self.pipeline.start()  # releases every lease a previous run left, document jobs' too
         self.document_worker.start()
         self.capture.start()
@@ -301,6 +323,8 @@ class Runtime:
         self._save_record()
         if self.keywords is not None:
             self.keywords.stop()
+        if self.feed is not None:
+            self.feed.stop()
         self.embeddings.stop()
         self.db.close()
         for fn in self.after_stop:
@@ -311,3 +335,17 @@ class Runtime:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+def _change_feed(rt: Runtime) -> ChangeFeed:
+    """The PostgreSQL change feed for this runtime's vector index (imported here: the default
+    install has no psycopg)."""
+    from signet.store.pg_feed import ChangeFeed
+    from signet.store.postgres import PostgresDatabase
+
+    return ChangeFeed(
+        cast(PostgresDatabase, rt.db),
+        rt.index,
+        model_key=lambda: rt.embeddings.model_key,
+        ready=lambda: rt.embeddings.state != "loading",
+    )

@@ -17,7 +17,6 @@ import yaml
 
 from signet import plugins
 from signet.config import Settings, load_settings
-from signet.errors import ConfigError
 
 IDENTITY_FILES = ("AGENTS.md", "SOUL.md", "IDENTITY.md", "USER.md", "MEMORY.md")
 
@@ -44,13 +43,10 @@ class Workspace:
         return self.root / "memory"
 
     def database_path(self, settings: Settings | None = None) -> Path:
+        """The SQLite file ``memory.database`` names. With ``storage.backend: postgres`` the
+        store is the server's (signet.store.choose) and this file is not used by the daemon;
+        the commands that work on the file itself (backup, repair) say so and stop."""
         settings = settings or self.settings()
-        if settings.storage.backend != "sqlite":  # every way to the store comes through here
-            raise ConfigError(
-                "storage.backend: postgres is not usable yet: the memory API runs on PostgreSQL in tests "
-                "but the rest of the daemon does not (docs/team.md, 'Not built yet'); remove storage.backend",
-                key="storage.backend",
-            )
         rel = settings.memory.database
         p = Path(rel).expanduser()
         return p if p.is_absolute() else self.root / p

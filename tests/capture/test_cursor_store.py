@@ -115,6 +115,7 @@ def test_files_that_are_not_cursor_stores_are_refused_or_empty(tmp_path: Path) -
     assert store.read_bytes() == before  # opened read-only
 
 
+@pytest.mark.sqlite_only("counts the stored turns in the workspace's SQLite file")
 def test_signet_ingest_stores_each_conversation_once(
     tmp_path: Path, make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
 ) -> None:

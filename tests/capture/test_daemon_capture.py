@@ -10,6 +10,8 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from signet.workspace import Workspace
 from tests.capture.transcripts import claude_line
 from tests.conftest import DaemonProcess
@@ -42,6 +44,7 @@ def wait_for(ws: Workspace, count: int, timeout: float = 60) -> list[tuple[int, 
     return rows
 
 
+@pytest.mark.sqlite_only("reads the stored turns from the workspace's SQLite file")
 def test_sigkill_mid_file_and_restart_store_every_turn_exactly_once(
     make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess], tmp_path: Path
 ) -> None:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 from signet.continuity import artifacts, synthesis
@@ -311,6 +312,7 @@ def test_hostile_input(continuity_ws: Callable[..., Workspace], open_app: OpenAp
     assert ws.root.is_dir() and (ws.root / "memory").is_dir()
 
 
+@pytest.mark.sqlite_only("reads sqlite_master and schema_migrations from the workspace's SQLite file")
 def test_migration_and_tables_open_on_an_existing_database(workspace: Workspace, runtime: Runtime) -> None:
     """The schema is there for a store made before this migration (it ran on start)."""
     db = sqlite3.connect(workspace.database_path(runtime.settings))

@@ -103,6 +103,9 @@ def populate(ws: Workspace) -> None:
         rt.stop()
 
 
+@pytest.mark.sqlite_only(
+    "reads the schema with PRAGMA table_info; PostgreSQL's columns are SQLite's (tests/pg/test_schema.py)"
+)
 def test_every_memory_column_is_exported(make_workspace: Callable[..., Workspace]) -> None:
     runtime = start_runtime(make_workspace(embedding="none"))
 

@@ -161,6 +161,7 @@ def quick_ws(make_workspace: Callable[..., Workspace]) -> Workspace:
     return make_workspace(embedding="none")
 
 
+@pytest.mark.sqlite_only("reads the stored transcript turns from the workspace's SQLite file")
 def test_claude_code_hooks_daemon_up_then_down(
     tmp_path: Path, quick_ws: Workspace, start_daemon: Callable[..., DaemonProcess]
 ) -> None:

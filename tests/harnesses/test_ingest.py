@@ -159,6 +159,7 @@ def ingest_cli(ws: Workspace, port: int, *args: str) -> subprocess.CompletedProc
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("reads the stored transcript turns from the workspace's SQLite file")
 def test_signet_ingest_stores_turns_with_times_once(
     tmp_path: Path, make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
 ) -> None:

@@ -182,6 +182,7 @@ OTHER_FACT = "apply_discount in cart/total.py must run before tax"
 
 
 @pytest.mark.slow
+@pytest.mark.sqlite_only("waits for its jobs by reading the workspace's SQLite file")
 def test_a_retired_memory_does_not_come_back_when_its_transcript_is_ingested_again(
     tmp_path: Path, make_workspace: MakeWs, start_daemon: Callable[..., DaemonProcess], fake_llm: FakeLLM
 ) -> None:

@@ -30,7 +30,9 @@ and the PostgreSQL modules themselves."""
 
 
 def _literal_statements() -> Iterator[tuple[str, int, str]]:
-    """(file, line, sql) of every string literal passed to ``execute``/``executemany``."""
+    """(file, line, sql) of every string literal passed to ``execute``/``executemany``, except
+    on ``conn.raw`` (the PostgreSQL store's own psycopg connection: its SQL is PostgreSQL's,
+    written for it, e.g. signet.auth.shared_secret)."""
     for path in sorted(SRC.rglob("*.py")):
         rel = str(path.relative_to(SRC))
         if any(part in rel for part in NOT_THE_STORE):
@@ -40,6 +42,7 @@ def _literal_statements() -> Iterator[tuple[str, int, str]]:
                 isinstance(node, ast.Call)
                 and isinstance(node.func, ast.Attribute)
                 and node.func.attr in ("execute", "executemany")
+                and not (isinstance(node.func.value, ast.Attribute) and node.func.value.attr == "raw")
                 and node.args
                 and isinstance(node.args[0], ast.Constant)
                 and isinstance(node.args[0].value, str)
@@ -129,6 +132,12 @@ def test_rewrites_return_what_sqlite_returns(pg: PostgresDatabase) -> None:
     assert _ids(pg, "SELECT COUNT(*) FROM (SELECT id FROM memories WHERE pinned = ?)", (0,)) == [2]
     assert _ids(pg, "SELECT IFNULL(category, 'none') FROM memories WHERE id = 'm1'") == ["none"]
     assert _ids(pg, "SELECT group_concat(id, ',') FROM (SELECT id FROM memories ORDER BY seq)") == ["m1,m2,m3"]
+    # a parameter or a number read as a truth value (a bool is sent as 0/1; `WHERE 1` from a built clause)
+    assert _ids(pg, "SELECT id FROM memories WHERE 1 ORDER BY seq") == ["m1", "m2", "m3"]
+    assert _ids(pg, "SELECT CASE WHEN ? THEN 'yes' ELSE 'no' END", (True,)) == ["yes"]
+    assert _ids(pg, "SELECT CASE WHEN ? THEN 'yes' ELSE 'no' END", (False,)) == ["no"]
+    # LIMIT -1: SQLite's "no limit", beside an OFFSET
+    assert _ids(pg, "SELECT id FROM memories ORDER BY seq LIMIT -1 OFFSET ?", (1,)) == ["m2", "m3"]
     # a bool parameter is stored as SQLite would (0/1)
     pg.write(lambda c: c.execute("UPDATE memories SET pinned = ? WHERE id = ?", (True, "m3")))
     assert _ids(pg, "SELECT pinned FROM memories WHERE id = 'm3'") == [1]
@@ -180,3 +189,29 @@ def test_the_catalog_answers_like_sqlite_master(pg: PostgresDatabase) -> None:
     assert _ids(pg, sql, ("table", "memories")) == [1]
     assert _ids(pg, sql, ("index", "idx_memories_project")) == [1]
     assert _ids(pg, sql, ("table", "nope")) == []
+
+
+def test_in_lists_of_any_length_share_one_translation(pg: PostgresDatabase) -> None:
+    """Recall filters a pool of a different size each time: one parse, the right rows every time."""
+
+    def add(conn: Any) -> None:
+        for i in range(6):
+            conn.execute(
+                "INSERT INTO memories(id, content, content_hash, normalized_content, project, created_at, updated_at)"
+                " VALUES (?, ?, ?, '', ?, ?, ?)",
+                (f"m{i}", f"text {i}", f"h{i}", "a" if i % 2 else "b", NOW, NOW),
+            )
+
+    pg.write(add)
+    pg_dialect._translate.cache_clear()
+    for n in range(1, 7):
+        ids = [f"m{i}" for i in range(n)]
+        marks = ",".join("?" for _ in ids)
+        sql = (
+            f"SELECT id FROM memories WHERE id IN ({marks}) AND project IN (?, ?) AND content LIKE 'text%' ORDER BY id"
+        )
+        got = pg.read(lambda c, sql=sql, ids=ids: [r[0] for r in c.execute(sql, (*ids, "a", "zz"))])
+        assert got == [i for i in ids if int(i[1:]) % 2]
+    assert pg_dialect._translate.cache_info().currsize <= 2  # the list-of-one form and the folded one
+    # A list inside a string literal is text, not parameters.
+    assert "'x IN (?, ?)'" in pg_dialect.translate("SELECT 'x IN (?, ?)' AS t WHERE 1 IN (?, ?)", with_params=True)

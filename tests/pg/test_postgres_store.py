@@ -20,6 +20,7 @@ from signet.store.pg_migrations import LOCK_KEY
 from signet.store.pg_migrations import migrate as pg_migrate
 from signet.store.pg_url import resolve
 from signet.store.postgres import PostgresDatabase
+from signet.store.sqlite import sqlite3
 
 NOW = "2026-01-01T00:00:00+00:00"
 
@@ -77,8 +78,10 @@ def test_a_failing_write_rolls_back_alone_and_its_callbacks_never_run(pg: Postgr
     gate.set()
     first.result(10)
     assert futs[0].result(10) == "a" and futs[2].result(10) == "b"
-    with pytest.raises(psycopg.errors.UniqueViolation):
+    # the callers' own class (signet.store.pg_errors), with PostgreSQL's error as the cause
+    with pytest.raises(sqlite3.IntegrityError) as unique:
         futs[1].result(10)
+    assert isinstance(unique.value.__cause__, psycopg.errors.UniqueViolation)
     ids = pg.read(lambda c: [r["id"] for r in c.execute("SELECT id FROM memories ORDER BY seq").fetchall()])
     assert ids == ["a", "b"]
     assert ran == ["a", "b"]
@@ -130,8 +133,10 @@ def test_a_read_sees_one_snapshot(pg: PostgresDatabase) -> None:
 
 
 def test_reads_cannot_write(pg: PostgresDatabase) -> None:
-    with pytest.raises(psycopg.errors.ReadOnlySqlTransaction):
+    with pytest.raises(sqlite3.DatabaseError) as err:
         pg.read(lambda c: _memory(c, "r", "from a read"))
+    assert isinstance(err.value.__cause__, psycopg.errors.ReadOnlySqlTransaction)
+    assert err.value.sqlstate == "25006"  # type: ignore[attr-defined]
 
 
 def test_sqlite_upserts_behave_the_same(pg: PostgresDatabase) -> None:

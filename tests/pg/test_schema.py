@@ -36,7 +36,12 @@ def test_the_committed_baseline_is_what_the_generator_derives() -> None:
     assert "".join(pg_schema.BASELINE.split()) == "".join(schema_gen.postgres_ddl().split()), (
         "the SQLite schema changed: add the matching PostgreSQL migration to signet.store.pg_schema"
     )
-    assert max(m.version for m in MIGRATIONS) == max(m.version for m in pg_schema.PG_MIGRATIONS), (
+    sqlite_versions = {m.version for m in MIGRATIONS}
+    pg_versions = {m.version for m in pg_schema.PG_MIGRATIONS}
+    assert not sqlite_versions & pg_schema.PG_ONLY, (
+        "a SQLite migration took a number PostgreSQL uses for its own (pg_schema.PG_ONLY): use the next free one"
+    )
+    assert {v for v in sqlite_versions if v > 30} == {v for v in pg_versions if v > 30} - pg_schema.PG_ONLY, (
         "a new SQLite migration: add its PostgreSQL counterpart with the same number"
     )
 

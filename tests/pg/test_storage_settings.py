@@ -50,12 +50,26 @@ def test_settings_never_print_the_url() -> None:
     assert SECRET not in repr(s) and SECRET not in str(s) and SECRET not in repr(s.storage)
 
 
-def test_choosing_postgres_is_refused_until_the_api_runs_on_it(tmp_path: Path) -> None:
+def test_choosing_postgres_builds_the_postgres_store_without_the_password_in_sight(tmp_path: Path) -> None:
+    from signet.store.choose import build_store
+    from signet.store.postgres import PostgresDatabase
+
     ws = Workspace(tmp_path)
-    s = parse_settings({"storage": {"backend": "postgres", "url": f"postgresql://u:{SECRET}@db/x"}})
-    with pytest.raises(ConfigError, match="not usable yet") as err:
-        ws.database_path(s)
-    assert SECRET not in str(err.value)
+    s = parse_settings({"storage": {"backend": "postgres", "url": f"postgresql://u:{SECRET}@db/x", "poolSize": 3}})
+    store = build_store(ws, s)
+    assert isinstance(store, PostgresDatabase) and store.pool_size == 3
+    assert store.target.password == SECRET and SECRET not in repr(store) and SECRET not in store.target.conninfo
+    assert SECRET not in str(store.describe())
+
+
+def test_a_missing_named_secret_is_one_line_naming_it(tmp_path: Path) -> None:
+    from signet.secrets.store import reader
+    from signet.store.choose import build_store
+
+    s = parse_settings({"storage": {"backend": "postgres", "url": "postgresql://u@db/x", "password": "secret:TEAM_PG"}})
+    ws = Workspace(tmp_path)
+    with pytest.raises(ConfigError, match="signet secret put TEAM_PG"):
+        build_store(ws, s, reader(ws.secrets_dir, "file"))
 
 
 @pytest.mark.parametrize(

@@ -14,6 +14,8 @@ from tests.pipeline.conftest import rows, wait_idle
 from tests.pipeline.fake_llm import FakeLLM
 from tests.pipeline.test_pipeline import Make, _seed_update_delete, history, remember
 
+pytestmark = pytest.mark.sqlite_only("arms its kill points with SQLite triggers (RAISE(ABORT), a Python function)")
+
 KILL_POINTS = {
     "the history insert": "BEFORE INSERT ON memory_history WHEN NEW.changed_by = 'pipeline-v2'"
     " AND NEW.event IN ('modified', 'deleted')",

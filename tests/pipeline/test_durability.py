@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from signet.workspace import Workspace
 from tests.conftest import DaemonProcess, free_port
@@ -186,6 +187,7 @@ def graph_snapshot(conn: Any) -> dict[str, Any]:
     }
 
 
+@pytest.mark.sqlite_only("reads the workspace's SQLite file between the kill and the restart")
 def test_a_job_killed_between_graph_and_completion_counts_its_graph_once(
     make_workspace: Callable[..., Workspace],
     start_daemon: Callable[..., DaemonProcess],

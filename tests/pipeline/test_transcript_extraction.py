@@ -163,7 +163,10 @@ def test_captured_sessions_extract_only_the_turns_that_arrived_since_the_last_jo
     assert len(prompts) == 2
     assert MARK.findall(prompts[0]) == [f"{i:03d}" for i in range(6)]
     assert MARK.findall(prompts[1]) == [f"{i:03d}" for i in range(4, 10)]  # two turns of context, then the new
-    froms = [r[0] for r in rows(rt, "SELECT json_extract(payload, '$.turn_from') FROM memory_jobs ORDER BY created_at")]
+    # int(): PostgreSQL's json_extract is `#>>`, text (signet.store.pg_dialect); SQLite's is typed
+    froms = [
+        int(r[0]) for r in rows(rt, "SELECT json_extract(payload, '$.turn_from') FROM memory_jobs ORDER BY created_at")
+    ]
     assert froms == [0, 6]
 
 

@@ -11,6 +11,8 @@ import sys
 import time
 from collections.abc import Callable
 
+import pytest
+
 from signet.workspace import Workspace
 from tests.secrets.conftest import VALUE, assert_hidden, cli, workspace_text
 
@@ -59,6 +61,7 @@ def test_bad_names_and_empty_values_are_one_line_errors(secret_workspace: Callab
         assert r.returncode == 1 and r.stderr.count("\n") == 1 and words in r.stderr, r.stderr
 
 
+@pytest.mark.sqlite_only("reads the run records from the workspace's SQLite file")
 def test_exec_prints_redacted_output_and_passes_the_status_on(secret_workspace: Callable[..., Workspace]) -> None:
     ws = secret_workspace(timeoutSeconds=2)
     cli(ws, "secret", "put", "TOKEN", input=VALUE)

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
+import pytest
 
 from signet.auth.tokens import Role
 from signet.daemon.app import create_app, iter_routes
@@ -55,6 +56,7 @@ def mcp_call(c: httpx.Client, headers: dict[str, str], tool: str, arguments: dic
     return result
 
 
+@pytest.mark.sqlite_only("searches the workspace's SQLite file for the secret's value")
 def test_secrets_are_used_but_never_seen(
     make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
 ) -> None:

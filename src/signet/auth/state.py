@@ -92,7 +92,12 @@ class AuthState:
     @property
     def secret(self) -> bytes:
         if self._secret is None:
-            self._secret = load_secret(self.root)
+            if self.db.dialect == "postgres":  # one secret for every daemon of the store
+                from signet.auth.shared_secret import shared_secret
+
+                self._secret = shared_secret(self.db, self.root)
+            else:
+                self._secret = load_secret(self.root)
         return self._secret
 
     def host_allowed(self, host_header: str | None, peer: str | None) -> bool:

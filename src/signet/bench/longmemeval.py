@@ -165,13 +165,17 @@ def run(
     progress: Progress = no_progress,
     vector_cache: Path | None = None,
     settings: Mapping[str, Any] | None = None,
+    storage: str = "sqlite",
+    pg_url: str | None = None,
 ) -> dict[str, Any]:
     """Run the benchmark; ``out`` gets one JSON line per scored question (see write_rankings)."""
     items = json.loads(read_text(path))
     if not isinstance(items, list):
         raise ValueError("a LongMemEval file is a JSON list of questions")
     rankings: list[dict[str, Any]] = []
-    with bench_runtime(embedding, model=model, vector_cache=vector_cache, settings=settings) as rt:
+    with bench_runtime(
+        embedding, model=model, vector_cache=vector_cache, settings=settings, storage=storage, pg_url=pg_url
+    ) as rt:
         report = evaluate(items[:limit], rt, progress=progress, rankings=rankings)
     if out is not None:
         write_rankings(out, rankings)

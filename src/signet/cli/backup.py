@@ -16,6 +16,7 @@ from signet import instance
 from signet.cli.app import app
 from signet.errors import SignetError
 from signet.store.backup import backup_dir, backup_file, find_backup, list_backups, restore_backup
+from signet.store.choose import require_sqlite
 from signet.store.integrity import StoreRecord
 from signet.workspace import Workspace
 
@@ -42,6 +43,9 @@ def backup(
         return
     ws = Workspace.from_env()
     settings = ws.settings()
+    require_sqlite(
+        settings, "signet backup", "use the server's backups: pg_dump, or your provider's point-in-time recovery"
+    )
     path = ws.database_path(settings)
     cfg = settings.backup
     result = backup_file(path, reason=reason, keep=cfg.keep, min_free_mb=cfg.min_free_mb)
@@ -81,6 +85,7 @@ def restore_cmd(
     replaces is kept beside it (memories.db.pre-restore-TIME)."""
     ws = Workspace.from_env()
     settings = ws.settings()
+    require_sqlite(settings, "signet backup restore", "restore with pg_restore or psql from a pg_dump")
     path = ws.database_path(settings)
     source = find_backup(path, name)
     lock = instance.DaemonLock(ws.daemon_dir)

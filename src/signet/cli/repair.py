@@ -12,6 +12,7 @@ import typer
 from signet import instance
 from signet.cli.app import app
 from signet.errors import SignetError
+from signet.store.choose import require_sqlite
 from signet.workspace import Workspace
 
 
@@ -42,6 +43,9 @@ def repair(
     from signet.store.integrity import recover as recover_database
 
     ws = Workspace.from_env()
+    require_sqlite(
+        ws.settings(), "signet repair --recover", "the server recovers its own pages; restore a pg_dump if data is lost"
+    )
     path = ws.database_path()
     if not path.is_file() or path.stat().st_size == 0:
         raise SignetError(f"no database to recover at {path}; restore it from a backup")
@@ -94,6 +98,7 @@ def _vacuum(ws: Workspace) -> None:
     from signet.store import space
     from signet.store.database import connect
 
+    require_sqlite(ws.settings(), "signet repair --vacuum", "PostgreSQL's autovacuum reclaims space (or run VACUUM)")
     path = ws.database_path()
     if not path.is_file():
         raise SignetError(f"no database at {path}: nothing to compact")

@@ -22,7 +22,8 @@ from signet.errors import InvalidRequest, NotFound
 from signet.secrets.names import check_name, check_value
 from signet.secrets.service import SecretsService
 from signet.secrets.store import SecretStore
-from signet.store.database import Database
+from signet.secrets.store import reader as secret_reader
+from signet.store.choose import build_store
 from signet.workspace import Workspace
 
 secret_app = typer.Typer(
@@ -116,7 +117,7 @@ def exec_cmd(
     ws = Workspace.from_env()
     settings = ws.settings()
     store = SecretStore(ws.secrets_dir, settings.secrets.key_store)
-    with Database(ws.database_path(settings), backups=settings.backup) as db:
+    with build_store(ws, settings, secret_reader(ws.secrets_dir, settings.secrets.key_store)) as db:
         service = SecretsService(db, store, settings.secrets.exec, ws.root, origin="cli")
         prepared = service.prepare(command, [check_name(n) for n in secret], timeout, f"cli:{getpass.getuser()}")
         run = service.run(prepared)

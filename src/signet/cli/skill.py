@@ -17,9 +17,10 @@ from typing import Annotated, Any
 import typer
 
 from signet.cli.app import app
+from signet.secrets.store import reader as secret_reader
 from signet.skills.models import LinkInfo
 from signet.skills.service import SkillService
-from signet.store.database import Database
+from signet.store.choose import build_store
 from signet.workspace import Workspace
 
 skill_app = typer.Typer(
@@ -34,7 +35,7 @@ JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON.")]
 def _service() -> Iterator[SkillService]:
     ws = Workspace.from_env()
     settings = ws.settings()
-    with Database(ws.database_path(settings), backups=settings.backup) as db:
+    with build_store(ws, settings, secret_reader(ws.secrets_dir, settings.secrets.key_store)) as db:
         yield SkillService(ws.root, settings.skills, db)
 
 

@@ -16,7 +16,8 @@ from signet.auth.state import revoke
 from signet.auth.tokens import ROLES, Role, issue, load_secret, parse_ttl
 from signet.cli.app import app
 from signet.errors import InvalidRequest
-from signet.store.database import Database
+from signet.secrets.store import reader as secret_reader
+from signet.store.choose import build_store
 from signet.workspace import Workspace
 
 token_app = typer.Typer(help="Auth tokens for team/hybrid mode: create, revoke.", no_args_is_help=True)
@@ -53,6 +54,6 @@ def revoke_cmd(
     """Add a token to the persistent revocation list (no secret rotation needed)."""
     ws = Workspace.from_env()
     settings = ws.settings()
-    with Database(ws.database_path(settings), backups=settings.backup) as db:
+    with build_store(ws, settings, secret_reader(ws.secrets_dir, settings.secrets.key_store)) as db:
         claims = revoke(db, token.strip(), load_secret(ws.root), reason)
     typer.echo(f"revoked token of {claims.sub} (role {claims.role})")

@@ -18,6 +18,8 @@ from signet.capture import cursors
 from signet.capture.follow import LiveCapture
 from signet.capture.harnesses import HARNESSES
 from signet.cli.app import app
+from signet.secrets.store import reader as secret_reader
+from signet.store.choose import build_store
 from signet.store.database import Database
 from signet.workspace import Workspace
 
@@ -53,7 +55,7 @@ def watch(
     ws = Workspace.from_env()
     settings = ws.settings()
     console = Console()
-    with Database(ws.database_path(settings), backups=settings.backup) as db:
+    with build_store(ws, settings, secret_reader(ws.secrets_dir, settings.secrets.key_store)) as db:
         if status:
             _print_status(console, db)
             return

@@ -28,6 +28,7 @@ from signet.errors import InvalidRequest, NotFound, SignetError
 from signet.hooks.budget import Section
 from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmError, LlmUnavailable, RecordingLlm
+from signet.pipeline.queue import startup_release_ms
 from signet.store import sessions as store
 from signet.store.database import Database
 from signet.store.records import now_iso
@@ -235,7 +236,7 @@ class ContinuityService:
 
     # -- worker -------------------------------------------------------------------------------
     def start(self) -> None:
-        n = self.db.write(lambda c: summary_queue.release(c, 0))
+        n = self.db.write(lambda c: summary_queue.release(c, startup_release_ms(c, LEASE_TIMEOUT_MS)))
         if n:
             log.info("continuity: released %d summary leases left by a previous run", n)
         self.db.write(lambda c: artifacts.rebuild(c, self.root))

@@ -14,6 +14,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from signet.store.locking import skip_locked
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -82,7 +83,8 @@ def lease(conn: Connection) -> Any:
         "UPDATE summary_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, updated_at = ?"
         " WHERE id = (SELECT id FROM summary_jobs WHERE (status = 'pending' AND attempts < max_attempts)"
         " OR (status IN ('waiting_for_provider', 'waiting_for_budget') AND (not_before IS NULL OR not_before <= ?))"
-        " ORDER BY created_at, rowid LIMIT 1) AND status != 'leased' AND status != 'completed' AND status != 'dead'"
+        f" ORDER BY created_at, rowid LIMIT 1{skip_locked(conn)})"
+        " AND status != 'leased' AND status != 'completed' AND status != 'dead'"
         " RETURNING *",
         (now, now, now),
     ).fetchone()

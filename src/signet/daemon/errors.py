@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import logging
+from pathlib import Path
 from typing import Any
 
 from fastapi import FastAPI, Request
@@ -11,7 +12,7 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from signet.errors import RateLimited, SignetError, storage_error
+from signet.errors import InvalidRequest, RateLimited, SignetError, StorageBusy, StorageError, storage_error
 from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
@@ -31,6 +32,27 @@ def signet_error_response(exc: SignetError) -> JSONResponse:
     """A domain error as the API answers it: its status, message and code (and Retry-After)."""
     headers = {"Retry-After": str(exc.retry_after)} if isinstance(exc, RateLimited) else None
     return JSONResponse(exc.to_dict(), status_code=exc.status, headers=headers)
+
+
+def database_error(exc: BaseException, db_path: Path) -> SignetError | None:
+    """What a store error under a request means, with what to do; None: an internal error.
+
+    SQLite's are read from its message (signet.errors.storage_error). PostgreSQL's arrive as
+    the same DB-API classes carrying ``sqlstate`` (signet.store.pg_errors): a data exception
+    (class 22: a NUL byte in text, a number out of range) is a value the server refuses, the
+    caller's to correct (400); a lost server (08, 53, 57) or a write that lost a deadlock or a
+    lock race with another daemon (40, 55P03) is 503, retry; the file-based readings do not
+    apply to a server."""
+    state = getattr(exc, "sqlstate", None)
+    if state is not None:
+        if state.startswith("22"):
+            return InvalidRequest(f"the database refuses a value of this request: {exc}")
+        if state.startswith(("08", "53", "57")):  # connection, resources, operator intervention
+            return StorageError(f"the PostgreSQL server cannot serve this request now ({exc}); retry it")
+        if state.startswith("40") or state == "55P03":  # deadlock, serialization, lock not available
+            return StorageBusy(f"this write collided with another daemon's ({exc}); retry it")
+        return None
+    return storage_error(exc, db_path)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -63,7 +85,7 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(sqlite3.DatabaseError)
     async def storage_failure(request: Request, exc: Exception) -> JSONResponse:
         # A read that hits a damaged page: say what is wrong and what to do, not "internal error".
-        typed = storage_error(exc, request.app.state.runtime.db_path)
+        typed = database_error(exc, request.app.state.runtime.db_path)
         if typed is None:
             log.exception("database error on %s %s", request.method, request.url.path)
             return JSONResponse(
@@ -171,7 +193,7 @@ class CatchAll:
                 raise
             app = scope.get("app")
             typed = (
-                storage_error(exc, app.state.runtime.db_path)
+                database_error(exc, app.state.runtime.db_path)
                 if app is not None and isinstance(exc, sqlite3.DatabaseError)
                 else None
             )

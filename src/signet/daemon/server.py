@@ -8,7 +8,8 @@ from pathlib import Path
 
 from signet.errors import SignetError, StorageError, StorageFull, free_mb
 from signet.instance import DaemonLock, clear_migrating, mark_migrating, running
-from signet.store.database import Database
+from signet.secrets.store import reader as secret_reader
+from signet.store.choose import build_store
 from signet.workspace import Workspace
 
 log = logging.getLogger("signet")
@@ -117,7 +118,9 @@ def serve(
     # bind_host: a name the Host header may carry (signet.auth)
     runtime = Runtime(ws, bind_host=host, accept_empty_database=accept_empty_database)
     runtime.check_store()  # an emptied database: one line here, before anything serves
-    probe = Database(runtime.db_path, backups=runtime.settings.backup)  # a migration backs up first
+    # The same store as the runtime's, opened once alone: a SQLite migration backs up first; a
+    # PostgreSQL server that cannot be reached or refuses the password is one line here.
+    probe = build_store(ws, runtime.settings, secret_reader(ws.secrets_dir, runtime.settings.secrets.key_store))
     # A large store's backup and migration take minutes: the marker tells `signet start` this
     # daemon is busy, not hung (killing it would roll the migration back, every start again).
     probe.on_migrate = lambda versions: mark_migrating(ws.daemon_dir, versions)

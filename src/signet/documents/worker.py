@@ -38,6 +38,7 @@ from signet.documents.paths import read_file
 from signet.documents.service import JOB_TYPE
 from signet.documents.source import source_for
 from signet.embedding.base import EmbeddingError
+from signet.errors import StorageError
 from signet.memory.service import MemoryService
 from signet.pipeline import queue
 from signet.store.records import now_iso
@@ -96,6 +97,10 @@ class DocumentWorker:
                 job = self.db.write(functools.partial(queue.lease, job_types=(JOB_TYPE,)))
             except RuntimeError:  # the database closed under us at shutdown
                 return
+            except StorageError as exc:  # a full disk, a PostgreSQL server restarting: wait, then again
+                log.warning("document worker: %s", exc.message)
+                self._stop.wait(poll)
+                continue
             if job is None:
                 if time.monotonic() >= self._next_reconcile:
                     self._next_reconcile = time.monotonic() + RECONCILE_S
@@ -103,6 +108,8 @@ class DocumentWorker:
                         self.reconcile()
                     except RuntimeError:
                         return
+                    except StorageError as exc:
+                        log.warning("document worker: %s", exc.message)
                 self._wake.clear()
                 self._wake.wait(poll)
                 continue

@@ -225,7 +225,7 @@ class EmbeddingService:
                     continue
             try:
                 did = self._embed_pending_batch()
-            except (EmbeddingError, StorageError, sqlite3.Error) as exc:  # a full disk waits, with backoff
+            except (EmbeddingError, StorageError, sqlite3.Error, *self.db.engine_errors) as exc:  # a full disk waits
                 self.last_batch_error = str(exc)
                 log.warning("embedding batch failed (retrying): %s", exc)
                 self._stop.wait(min(backoff, 60.0))
@@ -290,7 +290,11 @@ class EmbeddingService:
     def _embed_pending_batch(self) -> bool:
         assert self.embedder is not None
         batch = max(self.settings.batch_size, 1) * 4
-        if self._swept:
+        if self._swept and self.db.dialect == "postgres":
+            from signet.store.pg_feed import unclaimed_new
+
+            rows = unclaimed_new(self.db, batch)  # type: ignore[arg-type]
+        elif self._swept:
             rows = self.db.read(lambda c: list(c.execute(_NEW_SQL, (batch,))))
         else:
             args = {"model": self.model_key, "after": self._sweep_from, "n": batch}
@@ -304,6 +308,12 @@ class EmbeddingService:
         for r in rows:
             by_hash.setdefault(r["content_hash"], r["content"])
         hashes = list(by_hash)
+        if self.db.dialect == "postgres":  # several daemons: each hash is embedded by the one that claims it
+            from signet.store.pg_feed import claim_embeddings
+
+            hashes = claim_embeddings(self.db, hashes)  # type: ignore[arg-type]
+            if not hashes:
+                return False  # another daemon embeds these; its vectors arrive through the change feed
         vectors = self._embed([by_hash[h] for h in hashes], "background")
         self.store_vectors(hashes, vectors)
         if not self._swept:
@@ -346,6 +356,10 @@ class EmbeddingService:
                     ),
                 )
                 conn.execute("UPDATE memories SET embedding_model = ? WHERE content_hash = ?", (model, h))
+                if self.db.dialect == "postgres":
+                    from signet.store.pg_feed import release_embeddings
+
+                    release_embeddings(conn, [h], getattr(self.db, "node", ""))
                 live = list(
                     conn.execute(
                         "SELECT id, project, created_at FROM memories WHERE content_hash = ? AND is_deleted = 0", (h,)

@@ -19,8 +19,10 @@ _TAGS = re.compile(r"^\s*\[([^\[\]]{0,500})\]\s*:\s*")
 def normalize_for_storage(text: str) -> str:
     """Unicode NFC, then trim and collapse every whitespace run to one space: what the
     ``content`` column holds. NFC first, so the same words typed on a keyboard that composes
-    accents (NFC) and one that does not (NFD) are one memory, not two."""
-    return " ".join(unicodedata.normalize("NFC", text).split())
+    accents (NFC) and one that does not (NFD) are one memory, not two. A NUL character becomes
+    U+FFFD (Unicode's mark for a character that cannot be shown): PostgreSQL cannot store NUL in
+    a text column, and both stores keep the same content (docs/team.md)."""
+    return " ".join(unicodedata.normalize("NFC", text.replace("\x00", "\ufffd")).split())
 
 
 def derive_normalized(storage: str) -> str:

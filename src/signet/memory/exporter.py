@@ -60,21 +60,28 @@ def counts(conn: Any, *, vectors: bool, deleted: bool) -> dict[str, int]:
     }
 
 
+def _columns(row: Any, *skip: str) -> dict[str, Any]:
+    """A row's columns by name. PostgreSQL's tables carry ``rowid`` as a real (generated)
+    column where SQLite's is hidden from ``SELECT *`` (signet.store.pg_schema): left out, so
+    both stores export the same lines."""
+    return {k: row[k] for k in row.keys() if k != "rowid" and k not in skip}  # noqa: SIM118 - sqlite3.Row is not a mapping
+
+
 def _entity(row: Any) -> dict[str, Any]:
-    out = {k: row[k] for k in row.keys()}  # noqa: SIM118 - sqlite3.Row is not a mapping
+    out = _columns(row)
     out["embedding"] = _b64(row["embedding"])
     out["kind"] = "entity"
     return out
 
 
 def _relation(row: Any) -> dict[str, Any]:
-    out = {k: row[k] for k in row.keys()}  # noqa: SIM118
+    out = _columns(row)
     out["kind"] = "relation"
     return out
 
 
 def _retirement(row: Any) -> dict[str, Any]:
-    out = {k: row[k] for k in row.keys()}  # noqa: SIM118
+    out = _columns(row)
     out["project"] = out["project"] or None  # '' in the ledger's key: no project
     out["kind"] = "retirement"
     return out
@@ -89,11 +96,11 @@ def _memory(conn: Any, row: Any, vectors: bool) -> dict[str, Any]:
         conn.execute("SELECT * FROM memory_history WHERE memory_id = ? ORDER BY created_at, rowid", (row["id"],))
     )
     history = [
-        {k: h[k] for k in h.keys() if k != "memory_id"} | {"new_content": text}  # noqa: SIM118
+        _columns(h, "memory_id") | {"new_content": text}
         for h, text in zip(events, history_contents(events, row["content"]), strict=True)
     ]
     mentions = [
-        {k: m[k] for k in m.keys() if k != "memory_id"}  # noqa: SIM118
+        _columns(m, "memory_id")
         for m in conn.execute(
             "SELECT * FROM memory_entity_mentions WHERE memory_id = ? ORDER BY entity_id", (row["id"],)
         )
@@ -121,17 +128,20 @@ def _memory(conn: Any, row: Any, vectors: bool) -> dict[str, Any]:
 
 
 def export_lines(
-    db_path: Path, *, vectors: bool, deleted: bool, agent: str | None, embedding_model: str | None
+    source: Path | Any, *, vectors: bool, deleted: bool, agent: str | None, embedding_model: str | None
 ) -> Iterator[bytes]:
-    """The export file, line by line (bytes, newline-terminated), from one read snapshot of the
-    database at ``db_path``. ``deleted``: include forgotten (tombstoned) memories, so a round
-    trip is lossless; ``vectors``: include each memory's embedding.
+    """The export file, line by line (bytes, newline-terminated), from one read snapshot of
+    ``source``: the SQLite database at that path, or a store with ``snapshot()`` (PostgreSQL,
+    signet.store.postgres: a connection of its own in one REPEATABLE READ transaction).
+    ``deleted``: include forgotten (tombstoned) memories, so a round trip is lossless;
+    ``vectors``: include each memory's embedding.
 
     The snapshot is taken and the header made before this returns, so a database that cannot
     be read fails here (an HTTP error), not half-way through a streamed answer."""
-    conn = connect(db_path, readonly=True)
+    conn = connect(source, readonly=True) if isinstance(source, Path) else source.snapshot()
     try:
-        conn.execute("BEGIN")  # one snapshot for the header's counts and every line after it
+        if isinstance(source, Path):
+            conn.execute("BEGIN")  # one snapshot for the header's counts and every line after it
         schema = conn.execute("SELECT COALESCE(MAX(version), 0) FROM schema_migrations").fetchone()[0]
         header = dump_line(
             {

@@ -78,6 +78,7 @@ from signet.store import lifecycle, space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.ids import complete_id
+from signet.store.locking import skip_locked
 from signet.store.records import history_contents, load_tags, memory_from_row, now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
@@ -616,11 +617,23 @@ class MemoryService:
         return resp
 
     def _track_access(self, ids: list[str]) -> None:
+        """Count a recall's hits (fire and forget).
+
+        On PostgreSQL several daemons' writers update these rows at once, each inside a group
+        transaction that holds its row locks until the group commits; two groups touching the
+        same recalled memories in another order deadlock. A count is a statistic, so there a
+        row another transaction holds is skipped (``FOR UPDATE SKIP LOCKED``) rather than
+        waited for: this update never waits on a lock."""
         ts = now_iso()
         marks = ",".join("?" for _ in ids)
         self.db.submit(
             lambda conn: conn.execute(
-                f"UPDATE memories SET last_accessed = ?, access_count = access_count + 1 WHERE id IN ({marks})",
+                "UPDATE memories SET last_accessed = ?, access_count = access_count + 1"
+                + (
+                    f" WHERE id IN (SELECT id FROM memories WHERE id IN ({marks}) ORDER BY id{skip_locked(conn)})"
+                    if skip_locked(conn)
+                    else f" WHERE id IN ({marks})"
+                ),
                 (ts, *ids),
             )
         )

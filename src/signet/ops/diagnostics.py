@@ -390,6 +390,19 @@ def _guarded(name: str, measure: Callable[[], Domain]) -> Domain:
         return d
 
 
+def _describe_store(d: Domain, store: dict[str, Any]) -> None:
+    """Which store this is (SQLite file, or PostgreSQL host:port/database, never a password)
+    and its reader pool; requests waiting for a connection are a finding."""
+    pool = store["pool"]
+    d.metrics.update(backend=store["backend"], location=store["location"], pool=pool)
+    if pool["waiting"]:
+        d.penalize(
+            0.1,
+            f"{pool['waiting']} reads wait for one of the {pool['max']} database connections; "
+            "raise storage.poolSize in agent.yaml (PostgreSQL) or look for slow reads in the log",
+        )
+
+
 def diagnose(runtime: Sources, *, integrity: bool = True) -> dict[str, Any]:
     """The report; ``integrity=False`` skips SQLite's quick_check (the cheap watch that keeps
     /health current, signet.ops.maintenance)."""
@@ -416,6 +429,7 @@ def diagnose(runtime: Sources, *, integrity: bool = True) -> dict[str, Any]:
         ]
 
     domains = runtime.db.read(read)
+    _describe_store(domains[1], runtime.db.describe())
     counted = [d for d in domains if d.applicable]
     composite = sum(WEIGHTS[d.name] * d.score for d in counted) / sum(WEIGHTS[d.name] for d in counted)
     return {

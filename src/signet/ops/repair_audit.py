@@ -36,11 +36,13 @@ def record(
     conn: Connection, action: str, actor: str, actor_type: str, outcome: Outcome, details: dict[str, Any]
 ) -> int:
     """Append one row (and trim the oldest beyond :data:`KEEP_ROWS`); returns its id."""
-    cur = conn.execute(
-        "INSERT INTO repair_audit(at, action, actor, actor_type, outcome, details) VALUES (?, ?, ?, ?, ?, ?)",
+    # RETURNING, not cursor.lastrowid: PostgreSQL's driver has no lastrowid (docs/team.md)
+    row = conn.execute(
+        "INSERT INTO repair_audit(at, action, actor, actor_type, outcome, details) VALUES (?, ?, ?, ?, ?, ?) "
+        "RETURNING id",
         (now_iso(), action, actor[:200], actor_type, outcome, json.dumps(details, sort_keys=True, default=str)),
-    )
-    rid = int(cur.lastrowid or 0)
+    ).fetchone()
+    rid = int(row[0])
     if rid > KEEP_ROWS and rid % 100 == 0:  # amortised: one trim per 100 rows
         conn.execute("DELETE FROM repair_audit WHERE id <= ?", (rid - KEEP_ROWS,))
     return rid

@@ -11,7 +11,9 @@ statements and never wait on anything else.
 Leasing is one ``UPDATE … WHERE id = (SELECT …) AND status = 'pending' RETURNING *``
 statement. SQLite runs a write statement under the database's write lock, so two workers
 (even in two processes with their own connections) cannot both move the same row out of
-``pending``: the second one's sub-select no longer sees it.
+``pending``: the second one's sub-select no longer sees it. On PostgreSQL (several daemons,
+one table) the sub-select also skips rows another transaction has locked (:func:`lease`), and a
+starting daemon releases only expired leases (:func:`startup_release_ms`).
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from signet.store.locking import skip_locked
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -102,14 +105,29 @@ def enqueue(
     return jid, True
 
 
+def startup_release_ms(conn: Connection, lease_timeout_ms: int) -> int:
+    """Which leases a starting daemon releases: every one on SQLite (it is the only daemon, so a
+    lease there was left by its previous run); on PostgreSQL only expired ones, because the
+    other daemons' workers hold live leases on the same table."""
+    return lease_timeout_ms if getattr(conn, "dialect", "sqlite") == "postgres" else 0
+
+
 def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
-    """Atomically take the oldest pending job with attempts left (status leased, attempts+1)."""
+    """Atomically take the oldest pending job with attempts left (status leased, attempts+1).
+
+    On PostgreSQL the candidate is locked with ``FOR UPDATE SKIP LOCKED`` (signet.store.locking):
+    several daemons lease at once in READ COMMITTED, and two plain sub-selects would pick the
+    same oldest row, the second ``UPDATE`` wait for the first's row lock and then find it no
+    longer pending, leasing nothing though other jobs wait. Skipping rows another transaction
+    holds gives each worker a different job; the outer ``status = 'pending'`` still makes a
+    job leased at most once."""
     now = now_iso()
     marks = ",".join("?" for _ in job_types)
     row = conn.execute(
         "UPDATE memory_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, updated_at = ?"
         " WHERE id = (SELECT id FROM memory_jobs WHERE status = 'pending' AND attempts < max_attempts"
-        f" AND job_type IN ({marks}) ORDER BY created_at, rowid LIMIT 1) AND status = 'pending' RETURNING *",
+        f" AND job_type IN ({marks}) ORDER BY created_at, rowid LIMIT 1{skip_locked(conn)}) AND status = 'pending'"
+        " RETURNING *",
         (now, now, *job_types),
     ).fetchone()
     return Job.from_row(row) if row is not None else None

@@ -366,7 +366,9 @@ class Worker:
         analytics and telemetry listen (signet.ops.observe); they must not raise."""
 
     def start(self) -> None:
-        released = self.db.write(lambda c: queue.release_leases(c, 0))
+        released = self.db.write(
+            lambda c: queue.release_leases(c, queue.startup_release_ms(c, self.settings.lease_timeout_ms))
+        )
         if released:
             log.info("pipeline: released %d leases left by a previous run", released)
         self._threads.append(threading.Thread(target=self._reaper, name="signet-pipeline-reaper", daemon=True))

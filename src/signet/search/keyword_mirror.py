@@ -25,12 +25,24 @@ means "everything changed" (the repair rebuild); the mirror then rebuilds from t
 - **Log size**: entries the mirror has applied are deleted once more than :data:`LOG_KEEP`
   of them accumulate (the newest always stays, so ids never restart). A mirror that finds
   its cursor trimmed away (another process trimmed) rebuilds.
+- **On PostgreSQL** there is no FTS5 table: the mirror *is* the thread-context index (content
+  + neighbours' text, BM25 as FTS5 computes it), built from the same :func:`rows_sql` and fed by
+  the same log (PostgreSQL migration 32 logs the thread neighbours a write changes, as the
+  SQLite triggers do). Without FTS5's averages record there is nothing to compare its statistics
+  with, so that check is SQLite's only; when the mirror cannot answer, recall's fallback is
+  PostgreSQL's ``ts_rank`` over the content alone (docs/team.md, measured there). The log's ids
+  are handed out at insert, not at commit: with several writers (daemons) a later id can commit
+  first, and a rolled-back write leaves a hole for good. So on PostgreSQL the mirror applies the
+  log only up to the first missing id; a hole still open after :data:`HOLE_WAIT_S` is taken for
+  a rolled-back write and passed (a transaction holding a memory write open longer than that
+  is missed until the next rebuild). Meanwhile searches are answered by ``ts_rank``.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+import time
 from typing import Any
 
 from signet.errors import StorageError
@@ -51,6 +63,9 @@ QUERY_LOCK_WAIT_S = 0.05
 ``CATCH_UP_STEP`` entries takes ~15 ms)."""
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
+HOLE_WAIT_S = 10.0
+"""PostgreSQL: how long a missing log id may stay missing before it is taken for a rolled-back
+write (module docstring); the group writer's transactions last milliseconds."""
 
 
 def phrases_of(terms: list[tuple[str, bool]]) -> list[Phrase] | None:
@@ -119,6 +134,11 @@ class KeywordMirror:
 
     def __init__(self, db: Database) -> None:
         self.db = db
+        self._fts5 = db.dialect == "sqlite"
+        """Whether an FTS5 table backs the mirror (its statistics can be compared); not on PostgreSQL."""
+        self._hole: tuple[int, float] | None = None
+        """PostgreSQL: the first missing log id past the cursor and when it was first seen."""
+        self.hole_wait_s = HOLE_WAIT_S
         self.index = KeywordIndex((1.0, CONTEXT_WEIGHT))
         self.error: str | None = None
         self._cursor = 0
@@ -199,13 +219,16 @@ class KeywordMirror:
                     # In steps, each its own snapshot and lock hold (~15 ms): a search waiting
                     # for the lock would otherwise wait for the whole backlog.
                     while not self._stop.is_set() and self.ready and self.db.read(self._backlog) > 0:
+                        cursor = self._cursor
                         self.db.read(lambda c: self.catch_up(c, CATCH_UP_STEP, partial=True))
+                        if self._cursor == cursor:  # waiting at a hole (PostgreSQL): poll again later
+                            break
                     self._trim()
                     backlog = -1
                 last_backlog = backlog
                 if self.index.needs_merge():
                     self.index.merge()
-            except (sqlite3.Error, StorageError) as exc:
+            except (sqlite3.Error, StorageError, *self.db.engine_errors) as exc:
                 # A locked, full or corrupt database: recall falls back to FTS5 meanwhile.
                 self.error = f"keyword index: {exc}"
                 log.warning("keyword index sync failed (retrying in %.0fs): %s", backoff, exc)
@@ -225,7 +248,7 @@ class KeywordMirror:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
             fresh.load(_row_data(r) for r in conn.execute(rows_sql()))
-            return fresh, cursor, table_stats(conn)
+            return fresh, cursor, table_stats(conn) if self._fts5 else fresh.stats()
 
         fresh, cursor, stats = self.db.read(read)
         if self._built:
@@ -268,11 +291,19 @@ class KeywordMirror:
         ).fetchall()
         if not entries:
             return True
+        waiting = False
+        if not self._fts5:
+            if int(entries[0][0]) != self._cursor + 1 and self._trimmed(conn):
+                self._ready.clear()
+                return False
+            entries, waiting = self._before_hole(entries)
+            if not entries:
+                return False
         if len(entries) > limit:
             if not partial:
                 return False
             entries = entries[:limit]
-        if int(entries[0][0]) != self._cursor + 1 or any(e[1] is None for e in entries):
+        if (self._fts5 and int(entries[0][0]) != self._cursor + 1) or any(e[1] is None for e in entries):
             # Trimmed past our cursor by another process, or the table was rebuilt whole.
             self._ready.clear()
             return False
@@ -285,7 +316,30 @@ class KeywordMirror:
         present = {r.seq for r in found}
         self.index.apply(found, [s for s in seqs if s not in present])
         self._cursor = int(entries[-1][0])
-        return True
+        return not waiting
+
+    def _trimmed(self, conn: Connection) -> bool:
+        """Whether the log no longer holds the entry after the cursor (the newest entry always
+        stays, so a log whose oldest id is past the cursor was trimmed past it)."""
+        first = conn.execute("SELECT MIN(id) FROM keyword_changes").fetchone()[0]
+        return first is not None and int(first) > self._cursor + 1
+
+    def _before_hole(self, entries: list[Any]) -> tuple[list[Any], bool]:
+        """The entries up to the first missing id (PostgreSQL), and whether any wait past it. A
+        hole older than :attr:`hole_wait_s` is passed over (a rolled-back write's id)."""
+        expected = self._cursor + 1
+        for i, entry in enumerate(entries):
+            eid = int(entry[0])
+            if eid != expected:
+                now = time.monotonic()
+                if self._hole is None or self._hole[0] != expected:
+                    self._hole = (expected, now)
+                if now - self._hole[1] < self.hole_wait_s:
+                    return entries[:i], True
+                log.info("keyword index: log ids %d-%d never committed; passed over", expected, eid - 1)
+                self._hole = None
+            expected = eid + 1
+        return entries, False
 
     def _trim(self) -> None:
         cursor = self._cursor
@@ -328,7 +382,7 @@ class KeywordMirror:
             seen = _last_id(conn)
             if seen > self._cursor and not self._apply_log(conn, QUERY_CATCH_UP, partial=False):
                 return self._fall_back("behind" if self.ready else "not_ready")
-            if seen == self._cursor:
+            if seen == self._cursor and self._fts5:
                 stats = table_stats(conn)
                 if stats != self.index.stats():
                     if stats != self._drifted:

@@ -206,6 +206,11 @@ class VectorIndex:
             if row is not None:
                 self._live[row] = False
 
+    def memory_ids(self) -> list[str]:
+        """The ids of the live rows (the PostgreSQL change feed drops what the store no longer has)."""
+        with self._lock:
+            return [mid for mid, row in self._row_of.items() if self._live[row]]
+
     def set_project(self, memory_id: str, project: str | None) -> None:
         with self._lock:
             row = self._row_of.get(memory_id)

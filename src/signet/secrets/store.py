@@ -18,7 +18,7 @@ import fcntl
 import json
 import os
 import secrets as random
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import UTC, datetime
@@ -183,3 +183,17 @@ class SecretStore:
 
 def _aad(store_id: str, name: str) -> bytes:
     return f"signet-secret/v1/{store_id}/{name}".encode()
+
+
+def reader(directory: Path, key_store: Literal["auto", "keyring", "file"]) -> Callable[[str], str | None]:
+    """A function reading one secret of the store in ``directory`` by name, None when absent:
+    what the store layer takes to resolve ``storage.password: secret:NAME``
+    (signet.store.choose.build_store), which it cannot import from here."""
+
+    def read(name: str) -> str | None:
+        try:
+            return SecretStore(directory, key_store).values([name]).get(name)
+        except NotFound:  # pg_url.resolve says which secret to put
+            return None
+
+    return read

@@ -274,5 +274,17 @@ class Database(GroupWriter):
             self._local.conn = None
             self._checkin(conn)
 
+    def describe(self) -> dict[str, Any]:
+        """Where the store is and how its readers are used (status and diagnostics; the
+        PostgreSQL store answers the same shape, signet.store.postgres)."""
+        with self._readers_lock:
+            opened, idle = len(self._readers), len(self._idle)
+        return {
+            "backend": "sqlite",
+            "location": str(self.path),
+            "user": None,
+            "pool": {"max": self.max_readers, "open": opened, "in_use": opened - idle, "waiting": 0},
+        }
+
     def integrity_check(self) -> str:
         return str(self.read(lambda c: c.execute("PRAGMA integrity_check").fetchone()[0]))

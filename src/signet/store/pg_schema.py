@@ -15,13 +15,15 @@ What replaces SQLite's engine-specific parts (:data:`SEARCH`, in the same migrat
 - FTS5 ``memories_fts`` / ``transcript_turns_fts``: a generated ``tsvector`` column (``fts``,
   the ``simple`` configuration: no stemming, like FTS5's unicode61) with a GIN index.
 - ``keyword_changes``: a trigger logs every memory inserted, edited or deleted (the keyword
-  mirror's change feed). SQLite's triggers also log the thread neighbours whose context
-  changed; the thread-context index (``memories_ctx_fts``) is NOT built on PostgreSQL yet.
+  mirror's change feed); since PostgreSQL migration 32 (:data:`THREAD_KEYWORD_LOG`) it also
+  logs the thread neighbours whose context changed, as SQLite's triggers do, and the in-memory
+  keyword mirror is the thread-context index (``memories_ctx_fts``) on PostgreSQL.
 """
 
 from __future__ import annotations
 
 from signet.store.migrations import Migration
+from signet.store.thread_context import CONTEXT_AFTER, CONTEXT_BEFORE
 
 BASELINE = """
 CREATE TABLE "memories" (
@@ -753,7 +755,133 @@ CREATE TRIGGER memories_keyword_delete AFTER DELETE ON memories
     FOR EACH ROW EXECUTE FUNCTION signet_log_keyword_change();
 """
 
+_SAME_THREAD = (
+    "r.source_id IS NOT NULL AND {a}.source_id = r.source_id AND {a}.source_type IS NOT DISTINCT FROM r.source_type"
+    " AND {a}.project IS NOT DISTINCT FROM r.project AND {a}.agent_id = r.agent_id AND {a}.is_deleted = 0"
+)
+
+THREAD_KEYWORD_LOG = f"""
+CREATE FUNCTION signet_thread_neighbours(r memories) RETURNS SETOF BIGINT LANGUAGE sql STABLE AS $fn$
+    (SELECT f.seq FROM memories f WHERE {_SAME_THREAD.format(a="f")} AND f.seq > r.seq
+        ORDER BY f.seq LIMIT {CONTEXT_BEFORE})
+    UNION
+    (SELECT l.seq FROM memories l WHERE {_SAME_THREAD.format(a="l")} AND l.seq < r.seq
+        ORDER BY l.seq DESC LIMIT {CONTEXT_AFTER})
+$fn$;
+CREATE FUNCTION signet_thread_window(r memories) RETURNS TEXT LANGUAGE sql STABLE AS $fn$
+    SELECT COALESCE(string_agg(c, ' '), '') FROM (
+        (SELECT p.content AS c FROM memories p WHERE {_SAME_THREAD.format(a="p")} AND p.seq < r.seq
+            ORDER BY p.seq DESC LIMIT {CONTEXT_BEFORE})
+        UNION ALL
+        (SELECT n.content AS c FROM memories n WHERE {_SAME_THREAD.format(a="n")} AND n.seq > r.seq
+            ORDER BY n.seq LIMIT {CONTEXT_AFTER})
+    ) AS w
+$fn$;
+CREATE OR REPLACE FUNCTION signet_log_keyword_change() RETURNS TRIGGER LANGUAGE plpgsql AS $fn$
+BEGIN
+    IF TG_OP = 'DELETE' THEN
+        DELETE FROM memories_ctx_frozen WHERE seq = OLD.seq;
+        INSERT INTO keyword_changes(seq) SELECT OLD.seq UNION SELECT signet_thread_neighbours(OLD);
+        RETURN OLD;
+    END IF;
+    IF NEW.is_deleted <> 0 THEN
+        INSERT INTO memories_ctx_frozen(seq, context) VALUES (NEW.seq, signet_thread_window(NEW))
+            ON CONFLICT (seq) DO UPDATE SET context = EXCLUDED.context;
+    ELSIF TG_OP = 'UPDATE' THEN
+        DELETE FROM memories_ctx_frozen WHERE seq = NEW.seq;
+    END IF;
+    IF TG_OP = 'UPDATE' THEN
+        INSERT INTO keyword_changes(seq)
+            SELECT NEW.seq UNION SELECT signet_thread_neighbours(OLD) UNION SELECT signet_thread_neighbours(NEW);
+    ELSE
+        INSERT INTO keyword_changes(seq) SELECT NEW.seq UNION SELECT signet_thread_neighbours(NEW);
+    END IF;
+    RETURN NEW;
+END
+$fn$;
+"""
+"""PostgreSQL migration 32: the keyword change log also names the thread neighbours a write
+changes (the memories whose context window, signet.store.thread_context, includes the written
+one), and a forgotten memory's window is frozen in ``memories_ctx_frozen``: what SQLite's
+triggers do for ``memories_ctx_fts`` since migrations 10 and 15. With it the in-memory keyword
+mirror (signet.search.keyword_mirror) is PostgreSQL's thread-context index, BM25 as on SQLite
+(measured against ``ts_rank`` in docs/team.md). PostgreSQL-only: SQLite has no migration 32
+of this meaning, and must not take that number for another schema change."""
+
+MULTI_DAEMON = """
+CREATE TABLE signet_changes (
+    id BIGINT GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+    xid XID8 NOT NULL DEFAULT pg_current_xact_id(),
+    topic TEXT NOT NULL,
+    key TEXT NOT NULL,
+    origin TEXT NOT NULL DEFAULT current_setting('application_name'),
+    at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+);
+CREATE INDEX idx_signet_changes_xid ON signet_changes (xid);
+CREATE INDEX idx_signet_changes_at ON signet_changes (at);
+
+CREATE FUNCTION signet_log_memory_change() RETURNS TRIGGER LANGUAGE plpgsql AS $fn$
+BEGIN
+    INSERT INTO signet_changes(topic, key)
+        VALUES ('memory', CASE WHEN TG_OP = 'DELETE' THEN OLD.id ELSE NEW.id END);
+    PERFORM pg_notify('signet_changes', current_setting('application_name'));
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER memories_change_insert_delete AFTER INSERT OR DELETE ON memories
+    FOR EACH ROW EXECUTE FUNCTION signet_log_memory_change();
+CREATE TRIGGER memories_change_update AFTER UPDATE ON memories FOR EACH ROW
+    WHEN (OLD.content_hash IS DISTINCT FROM NEW.content_hash OR OLD.is_deleted IS DISTINCT FROM NEW.is_deleted
+      OR OLD.project IS DISTINCT FROM NEW.project OR OLD.created_at IS DISTINCT FROM NEW.created_at
+      OR OLD.embedding_model IS DISTINCT FROM NEW.embedding_model OR OLD.id IS DISTINCT FROM NEW.id)
+    EXECUTE FUNCTION signet_log_memory_change();
+
+CREATE FUNCTION signet_log_embedding_change() RETURNS TRIGGER LANGUAGE plpgsql AS $fn$
+BEGIN
+    INSERT INTO signet_changes(topic, key)
+        VALUES ('embedding', CASE WHEN TG_OP = 'DELETE' THEN OLD.content_hash ELSE NEW.content_hash END);
+    PERFORM pg_notify('signet_changes', current_setting('application_name'));
+    RETURN NULL;
+END
+$fn$;
+CREATE TRIGGER embeddings_change AFTER INSERT OR UPDATE OR DELETE ON embeddings
+    FOR EACH ROW EXECUTE FUNCTION signet_log_embedding_change();
+
+CREATE TABLE signet_embedding_claims (
+    content_hash TEXT PRIMARY KEY,
+    owner TEXT NOT NULL,
+    until TIMESTAMPTZ NOT NULL
+);
+
+CREATE TABLE signet_auth_keys (
+    name TEXT PRIMARY KEY,
+    value BYTEA NOT NULL,
+    created_at TIMESTAMPTZ NOT NULL DEFAULT clock_timestamp()
+);
+"""
+"""PostgreSQL migration 31: several daemons on one database (signet.store.pg_feed,
+docs/team.md "Several daemons"):
+
+- ``signet_changes``: the change feed. Triggers log every memory whose indexed state can
+  change (inserted, deleted, new content, forgotten or recovered, project, vector stored) and
+  every stored vector, with the writing transaction's id (``xid``) and the writing daemon
+  (``origin``: its connections' ``application_name``), and wake listeners with
+  ``NOTIFY signet_changes`` (delivered at commit, once per transaction; the payload is the
+  writer's name, so a daemon is not woken by its own writes). A reader's cursor is
+  a snapshot, not an id: ids are handed out before commit, so a transaction that commits
+  later can hold a smaller id than one already read.
+- ``signet_embedding_claims``: which daemon embeds which content hash (a lease), so a memory is
+  embedded once and the other daemons load the stored vector through the feed.
+- ``signet_auth_keys``: the token signing secret every daemon of the store shares."""
+
+PG_ONLY = frozenset({31, 32})
+"""Versions that exist on PostgreSQL only (31: several daemons; 32: the thread-context log):
+SQLite's next schema change takes the next free number, so one number still means one change
+on both engines (tests/pg/test_schema.py)."""
+
 PG_MIGRATIONS: list[Migration] = [
     Migration(30, "baseline_1_30", BASELINE + SEARCH),
+    Migration(31, "multi_daemon", MULTI_DAEMON),
+    Migration(32, "thread_keyword_log", THREAD_KEYWORD_LOG),
 ]
 """The versions PostgreSQL records: 30 stands for SQLite's 1-30 (the same end state)."""

@@ -20,7 +20,9 @@ string building.
 from __future__ import annotations
 
 import logging
+import re
 import threading
+import uuid
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
@@ -31,7 +33,7 @@ from psycopg.rows import RowMaker
 from psycopg_pool import ConnectionPool, PoolTimeout
 
 from signet.errors import StorageBusy, StorageError
-from signet.store import pg_dialect, pg_migrations
+from signet.store import pg_dialect, pg_errors, pg_migrations
 from signet.store.backend import Dialect
 from signet.store.group_writer import GroupWriter
 from signet.store.pg_url import Target, scrub
@@ -42,6 +44,8 @@ T = TypeVar("T")
 WriteFn = Callable[[Any], Any]
 
 _GROUP_MAX = 64
+_SAVEPOINT = re.compile(r"(?i)^\s*(SAVEPOINT|RELEASE(\s+SAVEPOINT)?|ROLLBACK\s+TO(\s+SAVEPOINT)?)\s+\w+\s*;?\s*$")
+"""A write function's own savepoint statements: passed as written (sqlglot does not parse them)."""
 POOL_WAIT_S = 60.0
 
 
@@ -74,13 +78,26 @@ def _row_factory(cursor: Any) -> RowMaker[Row]:
     return make
 
 
+def _value(v: Any) -> Any:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, str) and "\x00" in v:
+        return v.replace("\x00", "\x1a")
+    return v
+
+
 def _params(params: Any) -> Any:
-    """SQLite stores a bool as 0/1 and the schema's flags are INTEGER: send them as such."""
+    """SQLite stores a bool as 0/1 and the schema's flags are INTEGER: send them as such. A
+    text value with a NUL character (a command's captured output, a pasted binary) has it
+    replaced by ASCII SUB (0x1A, "substitute"): PostgreSQL cannot store NUL in text, refusing
+    the whole value would lose the rest of it, and one byte for one keeps every byte cap applied
+    before storage (captured output is cut at a byte count). Memory content never gets here with
+    a NUL: both stores normalize it to U+FFFD first (signet.memory.content)."""
     if params is None:
         return None
     if isinstance(params, Mapping):
-        return {k: int(v) if isinstance(v, bool) else v for k, v in params.items()}
-    return [int(v) if isinstance(v, bool) else v for v in params]
+        return {k: _value(v) for k, v in params.items()}
+    return [_value(v) for v in params]
 
 
 class Connection:
@@ -89,21 +106,42 @@ class Connection:
     dialect: Dialect = "postgres"
     """For the few callers whose SQL must differ by engine (a SQLite connection has none)."""
 
-    def __init__(self, raw: psycopg.Connection[Any]) -> None:
+    def __init__(self, raw: psycopg.Connection[Any], target: Target) -> None:
         self.raw = raw
+        self.target = target
 
     def execute(self, sql: str, params: Any = None) -> psycopg.Cursor[Any]:
         cur = self.raw.cursor(row_factory=_row_factory)
-        if params is None or len(params) == 0:
-            cur.execute(pg_dialect.translate(sql, with_params=False))
-        else:
-            cur.execute(pg_dialect.translate(sql, with_params=True), _params(params))
+        try:
+            if _SAVEPOINT.match(sql):  # the same words on both engines (a write's nested steps)
+                cur.execute(sql)
+            elif params is None or len(params) == 0:
+                cur.execute(pg_dialect.translate(sql, with_params=False))
+            else:
+                cur.execute(pg_dialect.translate(sql, with_params=True), _params(params))
+        except psycopg.Error as exc:  # as the callers' sqlite3 clauses know it (signet.store.pg_errors)
+            raise pg_errors.translate(exc, self.target, self.raw) from exc
         return cur
 
     def executemany(self, sql: str, seq: Any) -> psycopg.Cursor[Any]:
         cur = self.raw.cursor(row_factory=_row_factory)
-        cur.executemany(pg_dialect.translate(sql, with_params=True), [_params(p) for p in seq])
+        try:
+            cur.executemany(pg_dialect.translate(sql, with_params=True), [_params(p) for p in seq])
+        except psycopg.Error as exc:
+            raise pg_errors.translate(exc, self.target, self.raw) from exc
         return cur
+
+
+class SnapshotConnection(Connection):
+    """A connection of its own in one REPEATABLE READ READ ONLY transaction, for a long read
+    that must not hold a pooled reader (the export streams from one): ``close`` ends it."""
+
+    @property
+    def in_transaction(self) -> bool:
+        return not self.raw.closed and self.raw.info.transaction_status != psycopg.pq.TransactionStatus.IDLE
+
+    def close(self) -> None:
+        self.raw.close()
 
 
 class PostgresDatabase(GroupWriter):
@@ -124,27 +162,51 @@ class PostgresDatabase(GroupWriter):
         """The code of the storage problem the last failed group hit, until a write lands."""
         self.on_trouble: Callable[[str, str | None], None] | None = None
         self.on_migrate: Callable[[list[int]], None] | None = None
+        self.node = f"signet-{uuid.uuid4().hex[:12]}"
+        """This daemon's name on the server (every connection's ``application_name``): the change
+        feed (signet.store.pg_feed) skips the changes it wrote itself, and ``pg_stat_activity``
+        tells the daemons apart."""
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({self.target.shown!r})"
 
     # -- lifecycle -------------------------------------------------------------------------
     def _connect(self) -> psycopg.Connection[Any]:
-        kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": ClientCursor}
+        kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": ClientCursor, "application_name": self.node}
         if self.target.password:
             kwargs["password"] = self.target.password
         return psycopg.connect(self.target.conninfo, **kwargs)
 
     def _error(self, exc: BaseException) -> StorageError:
         """A connection-level failure in one line, with no password in it."""
-        return StorageError(f"PostgreSQL at {self.target.shown}: {scrub(str(exc), self.target.password)}")
+        text = " ".join(scrub(str(exc), self.target.password).split())  # libpq's text spans lines
+        return StorageError(f"PostgreSQL at {self.target.shown}: {text}")
+
+    def _cannot_open(self, exc: psycopg.Error) -> StorageError:
+        """Why the store cannot open, in one line that says what to do (never the password)."""
+        text = " ".join(scrub(str(exc), self.target.password).split())
+        state = getattr(exc, "sqlstate", None)  # None for a failed connect: libpq's text says why
+        if state in ("28P01", "28000") or "password" in text.lower():
+            todo = (
+                "check the password storage.password names (env:NAME or secret:NAME, default "
+                "env:SIGNET_PG_PASSWORD) and the user in storage.url"
+            )
+        elif state == "3D000" or ("database" in text and "does not exist" in text):
+            todo = "create the database (createdb) or correct its name in storage.url"
+        elif state is None:
+            todo = "check that the server runs and that storage.url names its host and port"
+        else:
+            todo = "see the server's log"
+        return StorageError(
+            f"cannot open PostgreSQL at {self.target.shown}: {text}; {todo}", code="storage_unavailable"
+        )
 
     def open(self) -> Self:
         try:
             raw = self._connect()
         except psycopg.Error as exc:
-            raise self._error(exc) from None
-        self._write_conn = Connection(raw)
+            raise self._cannot_open(exc) from None
+        self._write_conn = Connection(raw, self.target)
         try:
             if self.apply_migrations:
                 pg_migrations.migrate(raw, before=self._before_migration)
@@ -152,7 +214,7 @@ class PostgresDatabase(GroupWriter):
         except BaseException:
             raw.close()  # a refused migration must not leave the connection (and its session) open
             raise
-        kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": ClientCursor}
+        kwargs: dict[str, Any] = {"autocommit": True, "cursor_factory": ClientCursor, "application_name": self.node}
         if self.target.password:
             kwargs["password"] = self.target.password
         self._pool = ConnectionPool(
@@ -189,7 +251,28 @@ class PostgresDatabase(GroupWriter):
 
     # -- writes (signet.store.group_writer) -------------------------------------------------
     def _exec(self, conn: Any, sql: str) -> None:
-        conn.raw.execute(sql)
+        if sql != self.begin_sql:
+            conn.raw.execute(sql)
+            return
+        # A group begins: the one moment a lost connection can be replaced with nothing lost
+        # (no statement of the group has run). Mid-group, the group fails as a whole (503).
+        if conn.raw.closed or conn.raw.broken:
+            self._reconnect_writer(conn)
+        try:
+            conn.raw.execute(sql)
+        except psycopg.OperationalError as exc:
+            if not pg_errors.connection_lost(exc, conn.raw):
+                raise
+            self._reconnect_writer(conn)  # the server restarted since the last group: once more
+            conn.raw.execute(sql)
+
+    def _reconnect_writer(self, conn: Connection) -> None:
+        """Replace the writer's lost connection (a psycopg error here fails the group: 503)."""
+        old = conn.raw
+        if not old.closed:
+            old.close()
+        conn.raw = self._connect()
+        log.warning("PostgreSQL at %s: the writer's connection was lost; reconnected", self.target.shown)
 
     def _abort(self, conn: Any) -> None:
         raw = conn.raw
@@ -200,7 +283,12 @@ class PostgresDatabase(GroupWriter):
                 log.warning("rollback after a failed write group also failed: %s", scrub(str(again)))
 
     def _group_error(self, exc: BaseException) -> BaseException:
-        err = self._error(exc) if isinstance(exc, psycopg.OperationalError) else exc
+        if pg_errors.connection_lost(exc):
+            err: BaseException = pg_errors.lost(exc, self.target)
+        elif isinstance(exc, psycopg.Error):
+            err = pg_errors.translate(exc, self.target)
+        else:
+            err = exc
         if isinstance(err, StorageError):
             self._trouble_code = err.code
             if self.on_trouble is not None:
@@ -228,18 +316,83 @@ class PostgresDatabase(GroupWriter):
 
     def read(self, fn: Callable[[Any], T]) -> T:
         """Run ``fn(conn)`` in one REPEATABLE READ snapshot on a pooled connection (a read
-        inside a read on the same thread shares it)."""
+        inside a read on the same thread shares it).
+
+        A pooled connection the server dropped (it restarted) fails at ``BEGIN``, before ``fn``
+        ran: the pool is told to check its idle connections and the read runs once more on a
+        fresh one, so the first request after a restart is answered. A connection lost while
+        ``fn`` runs fails that read with a 503 (signet.store.pg_errors)."""
         held = getattr(self._local, "conn", None)
         if held is not None:
             return fn(held)
-        with self._reader() as raw:
-            conn = Connection(raw)
-            self._local.conn = conn
-            try:
-                raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        for attempt in range(2):
+            with self._reader() as raw:
                 try:
-                    return fn(conn)
-                finally:
-                    raw.execute("ROLLBACK")  # read only: nothing to keep, and a failed read is ended too
+                    raw.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+                except psycopg.OperationalError as exc:
+                    if not pg_errors.connection_lost(exc, raw):
+                        raise pg_errors.translate(exc, self.target, raw) from exc
+                    if attempt == 1:
+                        raise pg_errors.lost(exc, self.target) from None
+                else:
+                    return self._read_in(raw, fn)
+            # The pool dropped the broken connection as it came back; the idle ones the
+            # restart broke too are replaced before the read runs again.
+            if self._pool is not None:
+                self._pool.check()
+        raise AssertionError("unreachable: the second attempt returns or raises")
+
+    def _read_in(self, raw: psycopg.Connection[Any], fn: Callable[[Any], T]) -> T:
+        conn = Connection(raw, self.target)
+        self._local.conn = conn
+        try:
+            try:
+                return fn(conn)
             finally:
-                self._local.conn = None
+                if not (raw.closed or raw.broken):
+                    try:
+                        raw.execute("ROLLBACK")  # read only: nothing to keep, and a failed read is ended too
+                    except psycopg.OperationalError as exc:
+                        # The server went away after the read: its answer (or its own error)
+                        # stands, and the pool drops the broken connection as it comes back.
+                        log.info(
+                            "ending a read failed, the connection is dropped: %s", scrub(str(exc), self.target.password)
+                        )
+        finally:
+            self._local.conn = None
+
+    def snapshot(self) -> SnapshotConnection:
+        """A new connection reading one snapshot (signet.memory.exporter); the caller closes it."""
+        try:
+            raw = self._connect()
+        except psycopg.Error as exc:
+            raise pg_errors.translate(exc, self.target) from None
+        conn = SnapshotConnection(raw, self.target)
+        conn.execute("BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY")
+        return conn
+
+    # -- status ----------------------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        """Where the store is and how its readers are used, for status and diagnostics: the
+        server, database and user (never the password) and the pool (size, in use, waiting)."""
+        from psycopg.conninfo import conninfo_to_dict
+
+        info = conninfo_to_dict(self.target.conninfo)
+        host = str(info.get("host") or "localhost")
+        port = info.get("port")
+        where = f"{host}:{port}" if port and not host.startswith("/") else host
+        pool: dict[str, int] = {"max": self.pool_size, "open": 0, "in_use": 0, "waiting": 0}
+        if self._pool is not None and not self._closed:
+            stats = self._pool.get_stats()
+            size = int(stats.get("pool_size", 0))
+            pool.update(
+                open=size,
+                in_use=max(size - int(stats.get("pool_available", 0)), 0),
+                waiting=int(stats.get("requests_waiting", 0)),
+            )
+        return {
+            "backend": "postgres",
+            "location": f"{where}/{info.get('dbname') or ''}",
+            "user": str(info.get("user") or ""),
+            "pool": pool,
+        }

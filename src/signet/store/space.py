@@ -42,8 +42,8 @@ def reclaim(conn: Connection, max_pages: int = RECLAIM_PAGES) -> int:
     """Give up to ``max_pages`` free pages back to the file system; the number given back.
 
     Only in ``incremental`` mode (elsewhere the pages stay free for reuse and 0 is returned).
-    With WAL the file itself shrinks at the next checkpoint."""
-    if mode(conn) != "incremental":
+    With WAL the file itself shrinks at the next checkpoint. PostgreSQL: 0 (autovacuum's job)."""
+    if getattr(conn, "dialect", "sqlite") == "postgres" or mode(conn) != "incremental":
         return 0
     before = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
     if before == 0:
@@ -65,6 +65,8 @@ def compact(conn: Connection, max_pages: int = RECLAIM_PAGES, *, rows_removed: b
     purged rows can stay in a few large segments for good (an emptied 20k store kept ~10 MB
     of index). When rows left the index (``rows_removed``) the budget is negative: FTS5 then
     merges even a level with one segment, and successive sweeps rewrite the markers away."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":  # no FTS5 segments or freelist: autovacuum's job
+        return 0
     budget = max(int(max_pages) // 8, 16)
     for table in FTS_TABLES:
         conn.execute(f"INSERT INTO {table}({table}, rank) VALUES ('merge', ?)", (-budget if rows_removed else budget,))

@@ -172,7 +172,16 @@ def _continuity_rows(runtime: Runtime, project: str | None, limit: int) -> tuple
     first; ``available: false`` on a database without the table."""
 
     def read(conn: Connection) -> tuple[bool, list[dict[str, Any]]]:
-        cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(session_scores)")}
+        if getattr(conn, "dialect", "sqlite") == "postgres":  # no PRAGMA there: the catalog says the same
+            cols = {
+                str(r[0])
+                for r in conn.execute(
+                    "SELECT column_name FROM information_schema.columns "
+                    "WHERE table_schema = current_schema() AND table_name = 'session_scores'"
+                )
+            }
+        else:
+            cols = {str(r[1]) for r in conn.execute("PRAGMA table_info(session_scores)")}
         if not {"score", "created_at"} <= cols:
             return False, []
         keep = [c for c in CONTINUITY_COLUMNS if c in cols]

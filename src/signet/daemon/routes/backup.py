@@ -15,6 +15,7 @@ from pydantic import BaseModel, Field
 from signet.daemon.deps import RuntimeDep
 from signet.models import ErrorResponse, StrictModel
 from signet.store.backup import backup_dir, backup_file, list_backups
+from signet.store.choose import require_sqlite
 
 router = APIRouter(tags=["backup"], responses={422: {"model": ErrorResponse}})
 
@@ -59,10 +60,18 @@ def backups(runtime: RuntimeDep) -> BackupList:
 @router.post(
     "/api/backup",
     response_model=BackupResponse,
-    responses={507: {"model": ErrorResponse, "description": "not enough free disk (backup_refused) or disk full"}},
+    responses={
+        507: {"model": ErrorResponse, "description": "not enough free disk (backup_refused) or disk full"},
+        409: {
+            "model": ErrorResponse,
+            "description": "the store is PostgreSQL (storage_postgres): back up with pg_dump",
+        },
+    },
 )
 def backup(runtime: RuntimeDep, body: BackupRequest | None = None) -> BackupResponse:
-    """Back the database up now (while it serves), then rotate the oldest backups away."""
+    """Back the database up now (while it serves), then rotate the oldest backups away. A
+    PostgreSQL store is backed up by the server's tools (409 ``storage_postgres``: pg_dump)."""
+    require_sqlite(runtime.settings, "POST /api/backup", "use the server's backups: pg_dump")
     cfg = runtime.settings.backup
     result = backup_file(
         runtime.db_path,

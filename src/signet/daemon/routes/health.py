@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 
 from signet.daemon.deps import RuntimeDep
 from signet.instance import CHALLENGE_MAX, proof
-from signet.models import CaptureStatus, ErrorResponse, HealthResponse, LlmStatus, StatusResponse
+from signet.models import CaptureStatus, ErrorResponse, HealthResponse, LlmStatus, StatusResponse, StoreStatus
 
 router = APIRouter(tags=["status"])
 
@@ -47,11 +47,14 @@ def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
 
 @router.get("/api/status", response_model=StatusResponse)
 def status(runtime: RuntimeDep) -> StatusResponse:
-    """Version, uptime, memory counts, embedding coverage, and whether vector search is on;
+    """Version, uptime, memory counts, embedding coverage, whether vector search is on, and
+    the store (SQLite file or PostgreSQL server, with its connection pool);
     its warnings include what made /health degraded (disk full, damaged database, faults the
     maintenance worker diagnosed)."""
     runtime.maintenance.poke()
-    st = runtime.service.status(str(runtime.workspace.root), str(runtime.db_path))
+    store = StoreStatus.model_validate(runtime.db.describe())
+    st = runtime.service.status(str(runtime.workspace.root), store.location)
+    st.store = store
     st.warnings = [*runtime.condition.problems().values(), *st.warnings]
     st.llm = LlmStatus.model_validate(runtime.pipeline.brief())
     st.capture = CaptureStatus.model_validate(runtime.capture.status())

@@ -43,7 +43,7 @@ def export(
     and the knowledge graph, from one read snapshot. Two exports of the same store are
     byte-identical."""
     lines = export_lines(
-        runtime.db_path,
+        runtime.db_path if runtime.sqlite else runtime.db,  # PostgreSQL: its own snapshot connection
         vectors=vectors,
         deleted=deleted,
         agent=runtime.settings.agent.name,

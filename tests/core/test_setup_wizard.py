@@ -68,8 +68,10 @@ def make_root(root: Path) -> dict[str, str]:
 
 
 def spawn(env: dict[str, str], *args: str, cwd: Path) -> pexpect.spawn:
+    # 400 columns: the detection line names temp paths (longer under pytest-xdist's per-worker
+    # folders); a narrower terminal wraps the line and the expected text splits.
     return pexpect.spawn(
-        SIGNET[0], [*SIGNET[1:], *args], env=env, cwd=str(cwd), encoding="utf-8", timeout=60, dimensions=(50, 160)
+        SIGNET[0], [*SIGNET[1:], *args], env=env, cwd=str(cwd), encoding="utf-8", timeout=60, dimensions=(50, 400)
     )
 
 

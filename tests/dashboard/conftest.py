@@ -20,7 +20,11 @@ from signet.auth.tokens import issue, load_secret
 from tests.conftest import DaemonProcess
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(os.environ.get("SIGNET_TEST_ARTIFACTS", REPO / "test-artifacts")) / "dashboard"
+ARTIFACTS = (
+    Path(os.environ.get("SIGNET_TEST_ARTIFACTS", REPO / "test-artifacts"))
+    / "dashboard"
+    / os.environ.get("PYTEST_XDIST_WORKER", "")  # one folder per pytest-xdist worker: each clears its own
+)
 
 
 def chromium_path() -> str | None:

@@ -119,7 +119,10 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Runtime, Tes
 
 
 def snapshot(rt: Runtime) -> dict[str, list[tuple[Any, ...]]]:
-    """Every row of every table (FTS shadow tables aside), volatile counters left out."""
+    """Every row of every table (FTS shadow tables aside), volatile counters left out. Buffered
+    telemetry events are written first: the flusher thread would otherwise land an earlier
+    request's events between two snapshots (a CI run saw a recall's event appear)."""
+    rt.observability.telemetry.flush()
 
     def read(conn: Any) -> dict[str, list[tuple[Any, ...]]]:
         names = [

@@ -379,6 +379,42 @@ def pick_queries(samples: list[Sample], count: int, seed: int) -> list[tuple[str
     return out
 
 
+def _recalls(
+    url: str,
+    queries: list[tuple[str, str | None]],
+    samples: list[Sample],
+    n: int,
+    opts: LatencyOptions,
+    progress: Progress,
+    label: str,
+) -> dict[str, Any]:
+    """Recall over HTTP, then (``opts.filters``) with a project filter and with a time filter
+    (the newest quarter of the store): the same figures for every store measured."""
+    out: dict[str, Any] = {"recall": measure_recall(url, queries, opts.warmup, opts.recall_limit, progress)}
+    if opts.filters:
+        projects = sorted({s.project for s in samples})
+        since = _created_at(int(n * 0.75), n).isoformat()
+        out["recall_project_filter"] = measure_recall(
+            url,
+            queries,
+            opts.warmup,
+            opts.recall_limit,
+            progress,
+            filters=lambda i: {"project": projects[i % len(projects)]},
+            task=f"{label}recall, project filter",
+        )
+        out["recall_time_filter"] = measure_recall(
+            url,
+            queries,
+            opts.warmup,
+            opts.recall_limit,
+            progress,
+            filters=lambda i: {"since": since},
+            task=f"{label}recall, time filter",
+        )
+    return out
+
+
 def measure_recall(
     url: str,
     queries: list[tuple[str, str | None]],
@@ -724,28 +760,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         with run_daemon(root, opts.daemon_timeout) as daemon:
             out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
             out["daemon_health_s"] = daemon.health_s
-            out["recall"] = measure_recall(daemon.url, queries, opts.warmup, opts.recall_limit, progress)
-            if opts.filters:
-                projects = sorted({s.project for s in samples})
-                since = _created_at(int(n * 0.75), n).isoformat()  # the newest quarter of the store
-                out["recall_project_filter"] = measure_recall(
-                    daemon.url,
-                    queries,
-                    opts.warmup,
-                    opts.recall_limit,
-                    progress,
-                    filters=lambda i: {"project": projects[i % len(projects)]},
-                    task="recall, project filter",
-                )
-                out["recall_time_filter"] = measure_recall(
-                    daemon.url,
-                    queries,
-                    opts.warmup,
-                    opts.recall_limit,
-                    progress,
-                    filters=lambda i: {"since": since},
-                    task="recall, time filter",
-                )
+            out.update(_recalls(daemon.url, queries, samples, n, opts, progress, ""))
             out["daemon_memory_kib_after_recall"] = daemon.memory_kib()
             recalls_done = time.monotonic()
 
@@ -870,28 +885,7 @@ def run_postgres(
         with run_daemon(root, opts.daemon_timeout) as daemon:
             out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
             out["daemon_health_s"] = daemon.health_s
-            out["recall"] = measure_recall(daemon.url, queries, opts.warmup, opts.recall_limit, progress)
-            if opts.filters:
-                projects = sorted({s.project for s in samples})
-                since = _created_at(int(n * 0.75), n).isoformat()
-                out["recall_project_filter"] = measure_recall(
-                    daemon.url,
-                    queries,
-                    opts.warmup,
-                    opts.recall_limit,
-                    progress,
-                    filters=lambda i: {"project": projects[i % len(projects)]},
-                    task="postgres recall, project filter",
-                )
-                out["recall_time_filter"] = measure_recall(
-                    daemon.url,
-                    queries,
-                    opts.warmup,
-                    opts.recall_limit,
-                    progress,
-                    filters=lambda i: {"since": since},
-                    task="postgres recall, time filter",
-                )
+            out.update(_recalls(daemon.url, queries, samples, n, opts, progress, "postgres "))
             out["daemon_memory_kib_after_recall"] = daemon.memory_kib()
             half = len(fresh) // 2 if opts.daemons > 1 else len(fresh)
             out["remember"] = measure_remember(daemon, fresh[:half], opts.concurrency, progress)

@@ -626,17 +626,16 @@ class MemoryService:
         waited for: this update never waits on a lock."""
         ts = now_iso()
         marks = ",".join("?" for _ in ids)
-        self.db.submit(
-            lambda conn: conn.execute(
-                "UPDATE memories SET last_accessed = ?, access_count = access_count + 1"
-                + (
-                    f" WHERE id IN (SELECT id FROM memories WHERE id IN ({marks}) ORDER BY id{skip_locked(conn)})"
-                    if skip_locked(conn)
-                    else f" WHERE id IN ({marks})"
-                ),
+
+        def count(conn: Connection) -> None:
+            skip = skip_locked(conn)
+            where = f"SELECT id FROM memories WHERE id IN ({marks}) ORDER BY id{skip}" if skip else marks
+            conn.execute(
+                f"UPDATE memories SET last_accessed = ?, access_count = access_count + 1 WHERE id IN ({where})",
                 (ts, *ids),
             )
-        )
+
+        self.db.submit(count)
 
     def _vector_state(self, observed: tuple[bool, str | None] | None = None) -> VectorSearchState:
         """The embedder's state, or what one recall ``observed`` (its query embedding may have failed)."""

@@ -308,6 +308,12 @@ class Daemon:
                 self.proc.wait()
 
 
+def daemon_timeout(opts: LatencyOptions, n: int) -> float:
+    """How long a daemon over ``n`` memories may take to be ready: the configured floor, or 10 ms
+    per memory (a PostgreSQL store's keyword index at 100k reads every row over the wire)."""
+    return max(opts.daemon_timeout, n * 0.01)
+
+
 @contextlib.contextmanager
 def run_daemon(root: Path, timeout: float, *, settled: bool = True) -> Iterator[Daemon]:
     """A ``signet daemon`` subprocess on a free loopback port, ready (embedder loaded, vector
@@ -757,7 +763,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
         }
 
         t0 = time.perf_counter()
-        with run_daemon(root, opts.daemon_timeout) as daemon:
+        with run_daemon(root, daemon_timeout(opts, n)) as daemon:
             out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
             out["daemon_health_s"] = daemon.health_s
             out.update(_recalls(daemon.url, queries, samples, n, opts, progress, ""))
@@ -783,7 +789,7 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
                 root,
                 db_path,
                 lambda url, task: measure_recall(url, queries, opts.warmup, opts.recall_limit, progress, task=task),
-                lambda r: run_daemon(r, opts.daemon_timeout),
+                lambda r: run_daemon(r, daemon_timeout(opts, n)),
             )
     rec, base = out["recall"], out["baselines"]
     ratios: dict[str, float] = {}
@@ -882,7 +888,7 @@ def run_postgres(
         size = pg_database_bytes(url)
         out["size"] = {"db_bytes": size, "db_bytes_per_memory": round(size / n)}
         t0 = time.perf_counter()
-        with run_daemon(root, opts.daemon_timeout) as daemon:
+        with run_daemon(root, daemon_timeout(opts, n)) as daemon:
             out["daemon_ready_s"] = round(time.perf_counter() - t0, 2)
             out["daemon_health_s"] = daemon.health_s
             out.update(_recalls(daemon.url, queries, samples, n, opts, progress, "postgres "))
@@ -892,7 +898,7 @@ def run_postgres(
             out["daemon_memory_kib_end"] = daemon.memory_kib()
             if opts.daemons > 1:
                 second = bench_workspace(root.parent / "ws2", url).root
-                with run_daemon(second, opts.daemon_timeout, settled=False) as other:
+                with run_daemon(second, daemon_timeout(opts, n), settled=False) as other:
                     out["remember_shared"] = measure_remember_shared(
                         [daemon, other], fresh[half:], opts.concurrency, progress
                     )

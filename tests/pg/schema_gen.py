@@ -21,7 +21,7 @@ import sqlglot
 from sqlglot import exp
 
 from signet.store.database import connect
-from signet.store.migrations import migrate, split_statements
+from signet.store.migrations import MIGRATIONS, migrate, split_statements
 
 _TYPES = {
     "INT": "BIGINT",
@@ -37,11 +37,11 @@ _TYPES = {
 }
 
 
-def sqlite_schema() -> list[tuple[str, str, str]]:
-    """(type, name, sql) of a fresh SQLite store after every migration."""
+def sqlite_schema(upto: int | None = None) -> list[tuple[str, str, str]]:
+    """(type, name, sql) of a fresh SQLite store after ``upto`` (every migration: None)."""
     with tempfile.TemporaryDirectory() as d:
         conn = connect(Path(d) / "s.db")
-        migrate(conn)
+        migrate(conn, [m for m in MIGRATIONS if upto is None or m.version <= upto])
         rows = conn.execute("SELECT type, name, sql FROM sqlite_master WHERE sql IS NOT NULL ORDER BY rowid").fetchall()
         conn.close()
     return [(r[0], r[1], r[2]) for r in rows]
@@ -94,12 +94,13 @@ def _referenced(sql: str) -> set[str]:
     return {m.lower() for m in re.findall(r"(?i)REFERENCES\s+\"?(\w+)", sql)}
 
 
-def postgres_ddl() -> str:
+def postgres_ddl(upto: int | None = None) -> str:
     """Tables first, each after the tables its foreign keys name (SQLite lists a rebuilt table
-    where it was rebuilt, after the tables that reference it), then indexes."""
+    where it was rebuilt, after the tables that reference it), then indexes; of the schema after
+    migration ``upto`` (the whole schema: None)."""
     rows = [
         (kind, name, sql)
-        for kind, name, sql in sqlite_schema()
+        for kind, name, sql in sqlite_schema(upto)
         if not (name.startswith(("schema_migrations", "sqlite_")) or _is_fts(name, sql) or kind == "trigger")
     ]
     tables = {name: sql for kind, name, sql in rows if kind == "table"}

@@ -290,7 +290,8 @@ def _complete(conn: Any, *, job: queue.Job, by: str) -> bool:
 def test_the_job_queue_is_shared_with_no_double_processing(shared_url: str) -> None:
     """Workers on two stores (two daemons' writer connections) lease from one table at once:
     every job is processed exactly once; a lease a killed worker held is taken again after
-    the lease timeout, and a daemon starting does not release the others' live leases."""
+    the lease timeout or at once when its daemon restarts, and a daemon starting does not release
+    the others' live leases."""
     target = resolve(shared_url, "env:SIGNET_TEST_NO_SUCH_VAR")
     with PostgresDatabase(target) as one, PostgresDatabase(target) as two:
         ids = one.write(
@@ -322,17 +323,25 @@ def test_the_job_queue_is_shared_with_no_double_processing(shared_url: str) -> N
         assert attempts == {1}
 
         # A worker takes a job and dies; the other daemon's start leaves the lease alone (it may
-        # be live), its reaper takes it back once the lease times out.
+        # be live), the dead daemon's restart (the same workspace, so the same lease owner) takes
+        # it back at once, and a lease whose daemon never comes back is reaped once it times out.
         late = one.write(lambda c: queue.enqueue(c, "extract", memory_id="late")[0])
-        held = one.write(lambda c: queue.lease(c, ("extract",)))
+        held = one.write(lambda c: queue.lease(c, ("extract",), one.lease_owner))
         assert held is not None and held.id == late
-        assert two.write(lambda c: queue.release_leases(c, queue.startup_release_ms(c, 300_000))) == 0
-        assert two.write(lambda c: queue.lease(c, ("extract",))) is None
-        time.sleep(0.05)
-        assert two.write(lambda c: queue.reap_stale(c, 10)) == 1
-        again = two.write(lambda c: queue.lease(c, ("extract",)))
+        assert two.write(lambda c: queue.release_at_start(c, 300_000, two.lease_owner)) == 0
+        assert two.write(lambda c: queue.lease(c, ("extract",), two.lease_owner)) is None
+        with PostgresDatabase(target) as restarted:
+            restarted.lease_owner = one.lease_owner
+            assert restarted.write(lambda c: queue.release_at_start(c, 300_000, restarted.lease_owner)) == 1
+        again = two.write(lambda c: queue.lease(c, ("extract",), two.lease_owner))
         assert again is not None and again.id == late and again.attempts == 2
         assert not one.write(lambda c: queue.complete(c, held.id, {}, attempt=held.attempts))  # fenced
+        assert one.write(lambda c: queue.release_at_start(c, 300_000, one.lease_owner)) == 0  # two's, live
+        time.sleep(0.05)
+        assert one.write(lambda c: queue.reap_stale(c, 10)) == 1
+        third = one.write(lambda c: queue.lease(c, ("extract",), one.lease_owner))
+        assert third is not None and third.id == late and third.attempts == 3
+        assert not two.write(lambda c: queue.complete(c, again.id, {}, attempt=again.attempts))  # fenced
 
 
 def test_tokens_and_revocations_are_shared(two: tuple[Served, Served]) -> None:

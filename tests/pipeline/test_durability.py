@@ -19,6 +19,7 @@ from typing import Any
 import httpx
 import pytest
 
+from signet.store.choose import build_store
 from signet.workspace import Workspace
 from tests.conftest import DaemonProcess, free_port
 from tests.pipeline.conftest import pipeline_config, wait_idle
@@ -113,9 +114,11 @@ def test_sigkill_with_leased_jobs(
     out = cli(d2, "pipeline", "status")
     assert out.returncode == 1 and "not running" in out.stderr
 
-    conn = sqlite3.connect(ws.database_path())
-    try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+    def check(conn: Any) -> None:
+        if getattr(conn, "dialect", "sqlite") == "sqlite":
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+            fts = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
+            assert fts == conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
         derived = [r[0] for r in conn.execute("SELECT content FROM memories WHERE source_type = 'pipeline'")]
         expected = {f["content"] for i in range(n) for f in facts_for(f"item {i}")}
         assert sorted(derived) == sorted(expected)  # each fact exactly once, none lost
@@ -130,10 +133,10 @@ def test_sigkill_with_leased_jobs(
             )
         ]
         assert len(dedups) >= n - 1  # the shared fact: written once, deduplicated for every other job
-        fts = conn.execute("SELECT COUNT(*) FROM memories_fts_docsize").fetchone()[0]
-        assert fts == conn.execute("SELECT COUNT(*) FROM memories").fetchone()[0]
-    finally:
-        conn.close()
+
+    # Through the workspace's own store (its SQLite file, or its PostgreSQL database).
+    with build_store(ws, ws.settings()) as db:
+        db.read(check)
 
 
 # -- the crash window between a job's graph writes and its completion ------------------------

@@ -28,7 +28,6 @@ from signet.errors import InvalidRequest, NotFound, SignetError
 from signet.hooks.budget import Section
 from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmError, LlmUnavailable, RecordingLlm
-from signet.pipeline.queue import startup_release_ms
 from signet.store import sessions as store
 from signet.store.database import Database
 from signet.store.records import now_iso
@@ -236,7 +235,7 @@ class ContinuityService:
 
     # -- worker -------------------------------------------------------------------------------
     def start(self) -> None:
-        n = self.db.write(lambda c: summary_queue.release(c, startup_release_ms(c, LEASE_TIMEOUT_MS)))
+        n = self.db.write(lambda c: summary_queue.release_at_start(c, LEASE_TIMEOUT_MS, self.db.lease_owner))
         if n:
             log.info("continuity: released %d summary leases left by a previous run", n)
         self.db.write(lambda c: artifacts.rebuild(c, self.root))
@@ -298,7 +297,7 @@ class ContinuityService:
         if now - self._reaped > REAP_EVERY_S:
             self._reaped = now
             summary_queue.release(conn, LEASE_TIMEOUT_MS)
-        return summary_queue.lease(conn)
+        return summary_queue.lease(conn, self.db.lease_owner)
 
     def _run_job(self, job: dict[str, Any], llm: RecordingLlm) -> None:
         jid, attempt = str(job["id"]), int(job["attempts"])

@@ -76,17 +76,19 @@ def enqueue(
     return jid, True
 
 
-def lease(conn: Connection) -> Any:
-    """Take the oldest runnable job (pending, or waiting whose ``not_before`` has passed)."""
+def lease(conn: Connection, owner: str | None = None) -> Any:
+    """Take the oldest runnable job (pending, or waiting whose ``not_before`` has passed), recording
+    who took it (``owner``: signet.pipeline.queue.release_at_start)."""
     now = now_iso()
     return conn.execute(
-        "UPDATE summary_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, updated_at = ?"
+        "UPDATE summary_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, leased_by = ?,"
+        " updated_at = ?"
         " WHERE id = (SELECT id FROM summary_jobs WHERE (status = 'pending' AND attempts < max_attempts)"
         " OR (status IN ('waiting_for_provider', 'waiting_for_budget') AND (not_before IS NULL OR not_before <= ?))"
         f" ORDER BY created_at, rowid LIMIT 1{skip_locked(conn)})"
         " AND status != 'leased' AND status != 'completed' AND status != 'dead'"
         " RETURNING *",
-        (now, now, now),
+        (now, owner, now, now),
     ).fetchone()
 
 
@@ -147,22 +149,32 @@ def park(conn: Connection, reason: str, status: str = "waiting_for_provider") ->
     )
 
 
-def release(conn: Connection, lease_timeout_ms: int) -> int:
-    """Leases older than the timeout (a worker died mid-job) back to ``pending``; at start, all.
-    The attempt counts: a job that kills its worker every time goes ``dead``, not round forever."""
+def release(conn: Connection, lease_timeout_ms: int, *, owner: str | None = None) -> int:
+    """Leases older than the timeout (a worker died mid-job) back to ``pending``; with ``owner``,
+    only the leases it took. The attempt counts: a job that kills its worker every time goes
+    ``dead``, not round forever."""
     cut = (datetime.now(UTC) - timedelta(milliseconds=lease_timeout_ms)).isoformat(timespec="microseconds")
     now = now_iso()
     dead = conn.execute(
         "UPDATE summary_jobs SET status = 'dead', error = COALESCE(error, 'lease expired on the last attempt'),"
-        " leased_at = NULL, updated_at = ? WHERE status = 'leased' AND leased_at <= ? AND attempts >= max_attempts",
-        (now, cut),
+        " leased_at = NULL, updated_at = ? WHERE status = 'leased' AND leased_at <= ? AND attempts >= max_attempts"
+        " AND (? IS NULL OR leased_by = ?)",
+        (now, cut, owner, owner),
     ).rowcount
     back = conn.execute(
         "UPDATE summary_jobs SET status = 'pending', leased_at = NULL, updated_at = ?"
-        " WHERE status = 'leased' AND leased_at <= ?",
-        (now, cut),
+        " WHERE status = 'leased' AND leased_at <= ? AND (? IS NULL OR leased_by = ?)",
+        (now, cut, owner, owner),
     ).rowcount
     return int(dead) + int(back)
+
+
+def release_at_start(conn: Connection, lease_timeout_ms: int, owner: str) -> int:
+    """What a starting daemon releases (as signet.pipeline.queue.release_at_start): all on
+    SQLite; on PostgreSQL the expired leases and its own previous run's."""
+    if getattr(conn, "dialect", "sqlite") != "postgres":
+        return release(conn, 0)
+    return release(conn, lease_timeout_ms) + release(conn, 0, owner=owner)
 
 
 def stats(conn: Connection) -> dict[str, Any]:

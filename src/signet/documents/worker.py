@@ -94,7 +94,7 @@ class DocumentWorker:
         poll = self.settings.documents.poll_interval_ms / 1000
         while not self._stop.is_set():
             try:
-                job = self.db.write(functools.partial(queue.lease, job_types=(JOB_TYPE,)))
+                job = self.db.write(functools.partial(queue.lease, job_types=(JOB_TYPE,), owner=self.db.lease_owner))
             except RuntimeError:  # the database closed under us at shutdown
                 return
             except StorageError as exc:  # a full disk, a PostgreSQL server restarting: wait, then again

@@ -13,7 +13,7 @@ statement. SQLite runs a write statement under the database's write lock, so two
 (even in two processes with their own connections) cannot both move the same row out of
 ``pending``: the second one's sub-select no longer sees it. On PostgreSQL (several daemons,
 one table) the sub-select also skips rows another transaction has locked (:func:`lease`), and a
-starting daemon releases only expired leases (:func:`startup_release_ms`).
+starting daemon releases only expired leases and its own (``leased_by``: :func:`release_at_start`).
 """
 
 from __future__ import annotations
@@ -105,15 +105,19 @@ def enqueue(
     return jid, True
 
 
-def startup_release_ms(conn: Connection, lease_timeout_ms: int) -> int:
-    """Which leases a starting daemon releases: every one on SQLite (it is the only daemon, so a
-    lease there was left by its previous run); on PostgreSQL only expired ones, because the
-    other daemons' workers hold live leases on the same table."""
-    return lease_timeout_ms if getattr(conn, "dialect", "sqlite") == "postgres" else 0
+def release_at_start(conn: Connection, lease_timeout_ms: int, owner: str) -> int:
+    """What a starting daemon releases: every lease on SQLite (it is the store's only daemon, so a
+    lease there was left by its previous run); on PostgreSQL the expired ones and those its
+    previous run took (``leased_by`` = ``owner``, its workspace's lease owner), because the other
+    daemons' workers hold live leases on the same table."""
+    if getattr(conn, "dialect", "sqlite") != "postgres":
+        return reap_stale(conn, 0)
+    return reap_stale(conn, lease_timeout_ms) + reap_stale(conn, 0, owner=owner)
 
 
-def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES) -> Job | None:
-    """Atomically take the oldest pending job with attempts left (status leased, attempts+1).
+def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES, owner: str | None = None) -> Job | None:
+    """Atomically take the oldest pending job with attempts left (status leased, attempts+1),
+    recording who took it (``owner``: :func:`release_at_start`).
 
     On PostgreSQL the candidate is locked with ``FOR UPDATE SKIP LOCKED`` (signet.store.locking):
     several daemons lease at once in READ COMMITTED, and two plain sub-selects would pick the
@@ -124,11 +128,11 @@ def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES) -> Job | Non
     now = now_iso()
     marks = ",".join("?" for _ in job_types)
     row = conn.execute(
-        "UPDATE memory_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, updated_at = ?"
-        " WHERE id = (SELECT id FROM memory_jobs WHERE status = 'pending' AND attempts < max_attempts"
+        "UPDATE memory_jobs SET status = 'leased', attempts = attempts + 1, leased_at = ?, leased_by = ?,"
+        " updated_at = ? WHERE id = (SELECT id FROM memory_jobs WHERE status = 'pending' AND attempts < max_attempts"
         f" AND job_type IN ({marks}) ORDER BY created_at, rowid LIMIT 1{skip_locked(conn)}) AND status = 'pending'"
         " RETURNING *",
-        (now, now, *job_types),
+        (now, owner, now, *job_types),
     ).fetchone()
     return Job.from_row(row) if row is not None else None
 
@@ -223,8 +227,9 @@ def wait(conn: Connection, job_id: str, status: str, reason: str, *, attempt: in
     return bool(cur.rowcount)
 
 
-def reap_stale(conn: Connection, lease_timeout_ms: int) -> int:
-    """Release leases older than the timeout (a worker died mid-job) back to ``pending``.
+def reap_stale(conn: Connection, lease_timeout_ms: int, *, owner: str | None = None) -> int:
+    """Release leases older than the timeout (a worker died mid-job) back to ``pending``; with
+    ``owner``, only the leases it took.
 
     A job whose attempts are used up goes to ``dead`` instead, so a job that kills its
     worker every time cannot loop forever.
@@ -234,14 +239,14 @@ def reap_stale(conn: Connection, lease_timeout_ms: int) -> int:
     dead = conn.execute(
         "UPDATE memory_jobs SET status = 'dead', error = COALESCE(error, 'lease expired on the last attempt'),"
         " failed_at = ?, updated_at = ?, leased_at = NULL"
-        " WHERE status = 'leased' AND leased_at < ? AND attempts >= max_attempts",
-        (now, now, cut),
+        " WHERE status = 'leased' AND leased_at < ? AND attempts >= max_attempts AND (? IS NULL OR leased_by = ?)",
+        (now, now, cut, owner, owner),
     ).rowcount
     released = conn.execute(
         "UPDATE memory_jobs SET status = 'pending', leased_at = NULL, updated_at = ?,"
         " error = COALESCE(error, 'lease expired')"
-        " WHERE status = 'leased' AND leased_at < ?",
-        (now, cut),
+        " WHERE status = 'leased' AND leased_at < ? AND (? IS NULL OR leased_by = ?)",
+        (now, cut, owner, owner),
     ).rowcount
     return int(dead) + int(released)
 

@@ -367,7 +367,7 @@ class Worker:
 
     def start(self) -> None:
         released = self.db.write(
-            lambda c: queue.release_leases(c, queue.startup_release_ms(c, self.settings.lease_timeout_ms))
+            lambda c: queue.release_at_start(c, self.settings.lease_timeout_ms, self.db.lease_owner)
         )
         if released:
             log.info("pipeline: released %d leases left by a previous run", released)
@@ -442,7 +442,7 @@ class Worker:
                 if not self._gate():
                     continue
                 # Document jobs have their own worker (signet.documents.worker): they need no LLM.
-                job = self.db.write(lambda c: queue.lease(c, EXTRACT_JOBS))
+                job = self.db.write(lambda c: queue.lease(c, EXTRACT_JOBS, self.db.lease_owner))
             except RuntimeError:
                 return
             if job is None:

@@ -37,6 +37,9 @@ class StorageBackend(Protocol):
 
     on_trouble: Callable[[str, str | None], None] | None
     on_migrate: Callable[[list[int]], None] | None
+    lease_owner: str
+    """Who this daemon is when it leases a job (``leased_by``): the workspace's lease owner
+    (signet.store.choose.lease_owner), so a restart finds its own previous run's leases."""
 
     def open(self) -> Self: ...
 

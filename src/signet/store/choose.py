@@ -8,6 +8,10 @@ sqlglot and a missing extra is one line naming what to install, not a traceback.
 
 from __future__ import annotations
 
+import logging
+import re
+import socket
+import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, cast
 
@@ -17,6 +21,8 @@ from signet.store.database import Database
 
 if TYPE_CHECKING:
     from signet.workspace import Workspace
+
+log = logging.getLogger(__name__)
 
 INSTALL_HINT = "pip install 'signet-memory[postgres]'"
 
@@ -47,7 +53,9 @@ def build_store(
     store keeps the same contract (signet.store.backend.StorageBackend)."""
     storage = settings.storage
     if storage.backend == "sqlite":
-        return Database(workspace.database_path(settings), backups=settings.backup)
+        db = Database(workspace.database_path(settings), backups=settings.backup)
+        db.lease_owner = lease_owner(workspace)
+        return db
     require_postgres()
     from signet.store import pg_url
     from signet.store.postgres import PostgresDatabase
@@ -59,7 +67,37 @@ def build_store(
         raise ConfigError(str(exc), key="storage.password") from None
     except ValueError as exc:  # its text never quotes the URL (it may hold a password)
         raise ConfigError(str(exc), key="storage.url") from None
-    return cast(Database, PostgresDatabase(target, pool_size=storage.pool_size))
+    pg = PostgresDatabase(target, pool_size=storage.pool_size)
+    pg.lease_owner = lease_owner(workspace)
+    return cast(Database, pg)
+
+
+def lease_owner(workspace: Workspace) -> str:
+    """This workspace's name on the job queues' leases (``leased_by``): the host and an id kept in
+    ``.daemon/lease-owner``, made on first use. Stable across restarts, so a daemon restarted
+    after a crash releases its previous run's leases at once (signet.pipeline.queue.release_at_start);
+    distinct per workspace and host, so it never releases another daemon's. The host is part of it
+    because a workspace copied to another machine keeps the file. Unreadable or unwritable: an id
+    for this process only (the leases then wait for their timeout, as before)."""
+    path = workspace.daemon_dir / "lease-owner"
+    host = socket.gethostname()[:64]
+    try:
+        text = path.read_text(encoding="utf-8").strip()
+    except FileNotFoundError:
+        text = ""
+    except OSError as exc:
+        log.warning("lease owner: cannot read %s (%s); leases of a crashed run wait for their timeout", path, exc)
+        return f"{host}/{uuid.uuid4().hex}"
+    if not re.fullmatch(r"[0-9a-f]{32}", text):
+        text = uuid.uuid4().hex
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = path.with_suffix(".tmp")
+            tmp.write_text(text + "\n", encoding="utf-8")
+            tmp.replace(path)
+        except OSError as exc:
+            log.warning("lease owner: cannot write %s (%s); leases of a crashed run wait for their timeout", path, exc)
+    return f"{host}/{text}"
 
 
 def require_sqlite(settings: Settings, what: str, instead: str) -> None:

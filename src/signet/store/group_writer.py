@@ -15,6 +15,7 @@ import abc
 import logging
 import queue
 import threading
+import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, ClassVar, TypeVar
@@ -42,6 +43,9 @@ class GroupWriter(abc.ABC):
         self._closed = False
         self._after_commit: list[Callable[[], None]] = []
         """Callbacks of the group being written (writer thread only): run after its COMMIT."""
+        self.lease_owner = f"process-{uuid.uuid4().hex[:12]}"
+        """Who leases jobs through this store (signet.store.backend.StorageBackend.lease_owner):
+        one per process unless the workspace names one (signet.store.choose.build_store)."""
 
     # -- the engine's part -----------------------------------------------------------------
     @abc.abstractmethod

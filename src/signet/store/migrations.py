@@ -27,6 +27,7 @@ from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
 from signet.store.schema_knowledge import KNOWLEDGE_SCHEMA
+from signet.store.schema_lease_owner import LEASE_OWNER_SCHEMA
 from signet.store.schema_lifecycle import LIFECYCLE_SCHEMA
 from signet.store.schema_llm_usage import LLM_USAGE_SCHEMA
 from signet.store.schema_pipeline import PIPELINE_SCHEMA
@@ -320,6 +321,8 @@ MIGRATIONS: list[Migration] = [
     Migration(28, "live_capture", CAPTURE_SCHEMA),
     Migration(29, "task_secrets", TASK_SECRETS_SCHEMA),
     Migration(30, "attribute_supersession", SUPERSESSION_SCHEMA),
+    # 31 and 32 exist on PostgreSQL only (signet.store.pg_schema.PG_ONLY).
+    Migration(33, "job_lease_owner", LEASE_OWNER_SCHEMA),
 ]
 
 BOOKKEEPING = """

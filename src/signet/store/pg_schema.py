@@ -23,6 +23,7 @@ What replaces SQLite's engine-specific parts (:data:`SEARCH`, in the same migrat
 from __future__ import annotations
 
 from signet.store.migrations import Migration
+from signet.store.schema_lease_owner import PG_LEASE_OWNER_SCHEMA
 from signet.store.thread_context import CONTEXT_AFTER, CONTEXT_BEFORE
 
 BASELINE = """
@@ -883,5 +884,6 @@ PG_MIGRATIONS: list[Migration] = [
     Migration(30, "baseline_1_30", BASELINE + SEARCH),
     Migration(31, "multi_daemon", MULTI_DAEMON),
     Migration(32, "thread_keyword_log", THREAD_KEYWORD_LOG),
+    Migration(33, "job_lease_owner", PG_LEASE_OWNER_SCHEMA),
 ]
 """The versions PostgreSQL records: 30 stands for SQLite's 1-30 (the same end state)."""

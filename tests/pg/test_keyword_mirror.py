@@ -150,12 +150,14 @@ def _search(mirror: KeywordMirror, word: str) -> list[int]:
     return [seq for seq, _ in mirror.index.search(phrases, 10)]
 
 
-def test_the_mirror_waits_at_a_hole_in_the_log_and_passes_a_rolled_back_one(
+def test_the_mirror_watches_a_hole_in_the_log_and_gives_up_a_rolled_back_one(
     make_workspace: Callable[..., Workspace], pg_url: str
 ) -> None:
     """Log ids are taken at insert, not at commit: a write another daemon holds open leaves a
-    hole that a later commit can pass. The mirror stops at the hole until it fills; a hole
-    left by a rolled-back write is passed once it has stayed open for ``hole_wait_s``."""
+    hole that later commits pass. The mirror applies what follows the hole at once and watches
+    the hole for as long as its holder is open (no clock); it gives a hole up at the read after
+    its holder rolled it back (a whole transaction, or one write's savepoint inside a
+    transaction that commits); a build taken while an id below its cursor is held misses nothing."""
     import psycopg
 
     rt = start_runtime(
@@ -168,22 +170,51 @@ def test_the_mirror_waits_at_a_hole_in_the_log_and_passes_a_rolled_back_one(
             "INSERT INTO memories(id, content, content_hash, normalized_content, created_at, updated_at)"
             " VALUES (%s, %s, %s, '', '2026-01-01T00:00:00+00:00', '2026-01-01T00:00:00+00:00')"
         )
+
+        def catch_up() -> bool:
+            return bool(rt.db.read(lambda c: mirror.catch_up(c, 1000)))
+
         other.execute(insert, ("held", "a held walrus", "h1"))  # takes the next log id, not committed
         rt.service.remember(RememberRequest(content="a committed zebra"))
-        assert not rt.db.read(lambda c: mirror.catch_up(c, 1000))
-        assert _search(mirror, "zebra") == []  # waits at the hole: nothing past it applied
+        for _ in range(3):  # held open across reads and time: still watched
+            assert not catch_up()
+            time.sleep(0.2)
+        assert len(_search(mirror, "zebra")) == 1  # what follows the hole is not held up
+        assert _search(mirror, "walrus") == [] and mirror.holes_passed == 0
         other.commit()
-        assert rt.db.read(lambda c: mirror.catch_up(c, 1000))
-        assert len(_search(mirror, "zebra")) == 1 and len(_search(mirror, "walrus")) == 1
+        assert catch_up()
+        assert len(_search(mirror, "walrus")) == 1
 
+        # A whole transaction rolled back: given up at the next read.
         other.execute(insert, ("gone", "a rolled back narwhal", "h2"))
         other.rollback()  # its log id never commits
         rt.service.remember(RememberRequest(content="a committed okapi"))
-        assert not rt.db.read(lambda c: mirror.catch_up(c, 1000))
-        mirror.hole_wait_s = 0.2
-        time.sleep(0.25)
-        assert rt.db.read(lambda c: mirror.catch_up(c, 1000))
+        catch_up()  # sees the hole first
+        assert catch_up()
         assert len(_search(mirror, "okapi")) == 1 and _search(mirror, "narwhal") == []
+        assert mirror.holes_passed == 1
+
+        # A savepoint rolled back inside a transaction still open: watched until it ends.
+        other.execute(insert, ("kept", "a kept lemur", "h3"))
+        other.execute("SAVEPOINT s")
+        other.execute(insert, ("undone", "an undone tapir", "h4"))
+        other.execute("ROLLBACK TO SAVEPOINT s")
+        rt.service.remember(RememberRequest(content="a committed quokka"))
+        assert not catch_up() and not catch_up()
+        assert len(_search(mirror, "quokka")) == 1 and _search(mirror, "lemur") == []
+        other.commit()
+        assert catch_up()
+        assert [len(_search(mirror, w)) for w in ("lemur", "tapir", "quokka")] == [1, 0, 1]
+        assert mirror.holes_passed == 2
+
+        # A build while an id below its cursor is held: the id is watched, not lost.
+        other.execute(insert, ("late", "a late ibex", "h5"))
+        rt.service.remember(RememberRequest(content="a committed yak"))
+        mirror.build()
+        assert len(_search(mirror, "yak")) == 1 and _search(mirror, "ibex") == []
+        other.commit()
+        assert catch_up()
+        assert len(_search(mirror, "ibex")) == 1
         assert mirror.ready
         other.close()
     finally:

@@ -32,7 +32,6 @@ from signet.daemon.app import create_app
 from signet.errors import Unauthorized
 from signet.pipeline import queue
 from signet.runtime import Runtime
-from signet.search.keyword_mirror import HOLE_WAIT_S
 from signet.store.pg_url import resolve
 from signet.store.postgres import PostgresDatabase
 from signet.workspace import Workspace
@@ -119,10 +118,10 @@ def _content(i: int) -> str:
     return f"note {i} zq{i:05d}x about {' '.join(rnd.sample(WORDS, 4))} and item {rnd.randint(0, 10**6)}"
 
 
-KEYWORD_BOUND_S = HOLE_WAIT_S + FEED_BOUND_S
-"""Keyword recall's bound across daemons: the keyword mirror follows ``keyword_changes`` by id
-and waits up to ``HOLE_WAIT_S`` at a missing id (a transaction still in flight, or rolled back:
-a killed daemon's) before it passes over it (signet.search.keyword_mirror)."""
+KEYWORD_BOUND_S = FEED_BOUND_S
+"""Keyword recall's bound across daemons: the keyword mirror follows ``keyword_changes`` by id,
+waits at a missing id only while a transaction that may fill it is open, and passes a
+rolled-back one at its next read (signet.search.keyword_mirror)."""
 
 
 def _recalled(c: httpx.Client, i: int, mid: str, since: float, limit: int = 3) -> None:

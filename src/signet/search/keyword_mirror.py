@@ -32,18 +32,24 @@ means "everything changed" (the repair rebuild); the mirror then rebuilds from t
   with, so that check is SQLite's only; when the mirror cannot answer, recall's fallback is
   PostgreSQL's ``ts_rank`` over the content alone (docs/team.md, measured there). The log's ids
   are handed out at insert, not at commit: with several writers (daemons) a later id can commit
-  first, and a rolled-back write leaves a hole for good. So on PostgreSQL the mirror applies the
-  log only up to the first missing id; a hole still open after :data:`HOLE_WAIT_S` is taken for
-  a rolled-back write and passed (a transaction holding a memory write open longer than that
-  is missed until the next rebuild). Meanwhile searches are answered by ``ts_rank``.
-"""
+  first, and a rolled-back write (a whole transaction, or one write's savepoint) leaves a hole
+  for good. So on PostgreSQL the background thread applies what it finds past the cursor and
+  *watches* the ids missing below it (:attr:`KeywordMirror._watch`): one that commits later is
+  applied when it appears; one is given up once it can never fill (:meth:`KeywordMirror._settled`:
+  the transaction holding it was in progress in the snapshot of the read that first saw it
+  missing, or already over; once every transaction in progress then is over before a later
+  read and the id is still missing, nothing can fill it). No clock and no waiting at a hole: a
+  transaction held open for minutes delays only its own change, and a build taken while others
+  write misses nothing (the ids missing below its cursor are watched the same way). Changes are
+  applied by state (each memory read as it is now), so applying them out of id order is safe.
+  A search's own catch-up (read your writes) applies only entries that follow the cursor with
+  no gap, and otherwise answers with ``ts_rank``."""
 
 from __future__ import annotations
 
 import logging
 import threading
-import time
-from typing import Any
+from typing import Any, cast
 
 from signet.errors import StorageError
 from signet.models import KeywordIndexState
@@ -63,9 +69,18 @@ QUERY_LOCK_WAIT_S = 0.05
 ``CATCH_UP_STEP`` entries takes ~15 ms)."""
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
-HOLE_WAIT_S = 10.0
-"""PostgreSQL: how long a missing log id may stay missing before it is taken for a rolled-back
-write (module docstring); the group writer's transactions last milliseconds."""
+SETTLED_SQL = (
+    "SELECT COALESCE(bool_and(pg_visible_in_snapshot(x, pg_current_snapshot())), true)"
+    " FROM pg_snapshot_xip(%s::pg_snapshot) AS x"
+)
+"""PostgreSQL: whether every transaction in progress in snapshot ``%s`` was over when the
+current read's snapshot was taken (:meth:`KeywordMirror._settled`)."""
+SNAPSHOT_SQL = "SELECT pg_current_snapshot()::text"
+MISSING_SQL = (
+    "SELECT g FROM generate_series((SELECT COALESCE(MIN(id), 1) FROM keyword_changes), %s) AS g"
+    " WHERE NOT EXISTS (SELECT 1 FROM keyword_changes WHERE id = g)"
+)
+"""PostgreSQL: the log ids missing between its oldest entry and ``%s`` (a build's cursor)."""
 
 
 def phrases_of(terms: list[tuple[str, bool]]) -> list[Phrase] | None:
@@ -117,6 +132,11 @@ def _last_id(conn: Connection) -> int:
     return int(conn.execute("SELECT COALESCE(MAX(id), 0) FROM keyword_changes").fetchone()[0])
 
 
+def _native(conn: Connection, sql: str, params: tuple[Any, ...] = ()) -> Any:
+    """The one value of a PostgreSQL statement run as written (signet.store.postgres.Connection.native)."""
+    return cast(Any, conn).native(sql, params).fetchone()[0]
+
+
 def _row_data(r: Any) -> RowData:
     content, context = token_counts(r[1] or "", r[2] or "")
     return RowData(int(r[0]), content, context, r[3], r[4])
@@ -136,9 +156,11 @@ class KeywordMirror:
         self.db = db
         self._fts5 = db.dialect == "sqlite"
         """Whether an FTS5 table backs the mirror (its statistics can be compared); not on PostgreSQL."""
-        self._hole: tuple[int, float] | None = None
-        """PostgreSQL: the first missing log id past the cursor and when it was first seen."""
-        self.hole_wait_s = HOLE_WAIT_S
+        self._watch: list[tuple[str, set[int]]] = []
+        """PostgreSQL: log ids missing below the cursor, each batch with the snapshot of the
+        read that first saw them missing (module docstring)."""
+        self.holes_passed = 0
+        """PostgreSQL: missing log ids found never to fill (rolled-back writes) and given up."""
         self.index = KeywordIndex((1.0, CONTEXT_WEIGHT))
         self.error: str | None = None
         self._cursor = 0
@@ -244,18 +266,22 @@ class KeywordMirror:
         meanwhile. The new index replaces the old one with its own cursor."""
         self._ready.clear()
 
-        def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int]]:
+        def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int], list[tuple[str, set[int]]]]:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
             fresh.load(_row_data(r) for r in conn.execute(rows_sql()))
-            return fresh, cursor, table_stats(conn) if self._fts5 else fresh.stats()
+            if self._fts5:
+                return fresh, cursor, table_stats(conn), []
+            # Ids missing below the cursor may belong to transactions still open: watched.
+            missing = {int(r[0]) for r in cast(Any, conn).native(MISSING_SQL, (cursor,)).fetchall()}
+            return fresh, cursor, fresh.stats(), [(str(_native(conn, SNAPSHOT_SQL)), missing)] if missing else []
 
-        fresh, cursor, stats = self.db.read(read)
+        fresh, cursor, stats, watch = self.db.read(read)
         if self._built:
             self.rebuilds += 1
         self._built = True
         with self._sync:
-            self.index, self._cursor = fresh, cursor
+            self.index, self._cursor, self._watch = fresh, cursor, watch
             # FTS5's statistics disagree with its own content (a damaged index): searching
             # the mirror would rank differently from FTS5, so FTS5 answers until they change.
             self._drifted = stats if stats != fresh.stats() else None
@@ -270,7 +296,8 @@ class KeywordMirror:
         log.info("keyword index ready: %d rows, %d postings", len(fresh), fresh.postings)
 
     def _backlog(self, conn: Connection) -> int:
-        return _last_id(conn) - self._cursor
+        """Entries past the cursor, and (PostgreSQL) missing ids still watched."""
+        return _last_id(conn) - self._cursor + sum(len(ids) for _, ids in self._watch)
 
     def catch_up(self, conn: Connection, limit: int, *, wait: bool = True, partial: bool = False) -> bool:
         """Apply the log entries ``conn``'s snapshot shows past the cursor, at most ``limit``
@@ -284,29 +311,84 @@ class KeywordMirror:
         finally:
             self._sync.release()
 
-    def _apply_log(self, conn: Connection, limit: int, partial: bool) -> bool:
-        """The body of :meth:`catch_up`, under its lock."""
+    def _apply_log(self, conn: Connection, limit: int, partial: bool, *, search: bool = False) -> bool:
+        """The body of :meth:`catch_up`, under its lock (``search``: a search's own catch-up)."""
         entries = conn.execute(
             "SELECT id, seq FROM keyword_changes WHERE id > ? ORDER BY id LIMIT ?", (self._cursor, limit + 1)
         ).fetchall()
+        if not self._fts5:
+            return self._apply_pg(conn, entries, limit, partial, search)
         if not entries:
             return True
-        waiting = False
-        if not self._fts5:
-            if int(entries[0][0]) != self._cursor + 1 and self._trimmed(conn):
-                self._ready.clear()
-                return False
-            entries, waiting = self._before_hole(entries)
-            if not entries:
-                return False
         if len(entries) > limit:
             if not partial:
                 return False
             entries = entries[:limit]
-        if (self._fts5 and int(entries[0][0]) != self._cursor + 1) or any(e[1] is None for e in entries):
+        if int(entries[0][0]) != self._cursor + 1 or any(e[1] is None for e in entries):
             # Trimmed past our cursor by another process, or the table was rebuilt whole.
             self._ready.clear()
             return False
+        self._apply(conn, entries)
+        self._cursor = int(entries[-1][0])
+        return True
+
+    def _apply_pg(self, conn: Connection, entries: list[Any], limit: int, partial: bool, search: bool) -> bool:
+        """:meth:`_apply_log` on PostgreSQL, where ids can be missing (module docstring)."""
+        if entries and int(entries[0][0]) != self._cursor + 1 and self._trimmed(conn):
+            self._ready.clear()
+            return False
+        if len(entries) > limit:
+            if not partial:
+                return False
+            entries = entries[:limit]
+        if search:
+            # Read your writes: only what follows the cursor with no gap; a gap is the thread's.
+            if any(int(e[0]) != self._cursor + 1 + i for i, e in enumerate(entries)):
+                return False
+            arrived: list[Any] = []
+        else:
+            arrived = self._arrived(conn)
+            expected, missing = self._cursor + 1, set[int]()
+            for e in entries:
+                missing.update(range(expected, int(e[0])))
+                expected = int(e[0]) + 1
+            if missing:
+                self._watch.append((str(_native(conn, SNAPSHOT_SQL)), missing))
+        if any(e[1] is None for e in [*entries, *arrived]):  # the table was rebuilt whole
+            self._ready.clear()
+            return False
+        self._apply(conn, [*entries, *arrived])
+        if entries:
+            self._cursor = int(entries[-1][0])
+        return search or not self._watch
+
+    def _arrived(self, conn: Connection) -> list[Any]:
+        """The watched ids that committed since, read; the batches that can no longer fill
+        (:meth:`_settled`) given up."""
+        watched = sorted(set().union(*(ids for _, ids in self._watch))) if self._watch else []
+        found: list[Any] = []
+        for i in range(0, len(watched), 500):
+            chunk = watched[i : i + 500]
+            marks = ",".join("?" for _ in chunk)
+            found.extend(conn.execute(f"SELECT id, seq FROM keyword_changes WHERE id IN ({marks})", chunk).fetchall())
+        present = {int(e[0]) for e in found}
+        kept: list[tuple[str, set[int]]] = []
+        for snapshot, ids in self._watch:
+            ids -= present
+            if not ids:
+                continue
+            if self._settled(conn, snapshot):  # this read sees every id that could ever fill
+                log.info("keyword index: %d log id(s) were rolled back; given up", len(ids))
+                self.holes_passed += len(ids)
+                continue
+            kept.append((snapshot, ids))
+        self._watch = kept
+        return found
+
+    def _apply(self, conn: Connection, entries: list[Any]) -> None:
+        """The current state of the rows ``entries`` name, into the index (by state: idempotent)."""
+        if not entries:
+            return
         seqs = sorted({int(e[1]) for e in entries})
         found: list[RowData] = []
         for i in range(0, len(seqs), 500):
@@ -315,31 +397,25 @@ class KeywordMirror:
             found.extend(_row_data(r) for r in conn.execute(rows_sql(f"m.seq IN ({marks})"), chunk))
         present = {r.seq for r in found}
         self.index.apply(found, [s for s in seqs if s not in present])
-        self._cursor = int(entries[-1][0])
-        return not waiting
 
     def _trimmed(self, conn: Connection) -> bool:
-        """Whether the log no longer holds the entry after the cursor (the newest entry always
-        stays, so a log whose oldest id is past the cursor was trimmed past it)."""
-        first = conn.execute("SELECT MIN(id) FROM keyword_changes").fetchone()[0]
-        return first is not None and int(first) > self._cursor + 1
+        """PostgreSQL: whether another daemon trimmed the log past the cursor. The entry at the
+        cursor stays until then (trims keep :data:`LOG_KEEP` entries below a reader's cursor);
+        an empty log's cursor is 0, and the first trim leaves no id below :data:`LOG_KEEP`."""
+        if self._cursor == 0:
+            first = conn.execute("SELECT MIN(id) FROM keyword_changes").fetchone()[0]
+            return first is not None and int(first) > LOG_KEEP
+        return conn.execute("SELECT 1 FROM keyword_changes WHERE id = ?", (self._cursor,)).fetchone() is None
 
-    def _before_hole(self, entries: list[Any]) -> tuple[list[Any], bool]:
-        """The entries up to the first missing id (PostgreSQL), and whether any wait past it. A
-        hole older than :attr:`hole_wait_s` is passed over (a rolled-back write's id)."""
-        expected = self._cursor + 1
-        for i, entry in enumerate(entries):
-            eid = int(entry[0])
-            if eid != expected:
-                now = time.monotonic()
-                if self._hole is None or self._hole[0] != expected:
-                    self._hole = (expected, now)
-                if now - self._hole[1] < self.hole_wait_s:
-                    return entries[:i], True
-                log.info("keyword index: log ids %d-%d never committed; passed over", expected, eid - 1)
-                self._hole = None
-            expected = eid + 1
-        return entries, False
+    @staticmethod
+    def _settled(conn: Connection, first_seen: str) -> bool:
+        """Whether ids first seen missing in snapshot ``first_seen`` can never fill, judged in
+        ``conn``'s read: the transaction holding such an id took it before an id the read saw
+        committed, so it was either over before ``first_seen`` (then it rolled the id back) or
+        in progress in it; once every transaction in progress then is over before this read's
+        snapshot, whatever they committed is visible here. A statement in PostgreSQL's own
+        words: the SQLite-to-PostgreSQL translation has no snapshot types."""
+        return bool(_native(conn, SETTLED_SQL, (first_seen,)))
 
     def _trim(self) -> None:
         cursor = self._cursor
@@ -380,7 +456,7 @@ class KeywordMirror:
             if not self.ready:
                 return self._fall_back("not_ready")
             seen = _last_id(conn)
-            if seen > self._cursor and not self._apply_log(conn, QUERY_CATCH_UP, partial=False):
+            if seen > self._cursor and not self._apply_log(conn, QUERY_CATCH_UP, partial=False, search=True):
                 return self._fall_back("behind" if self.ready else "not_ready")
             if seen == self._cursor and self._fts5:
                 stats = table_stats(conn)

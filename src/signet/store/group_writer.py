@@ -14,7 +14,9 @@ from __future__ import annotations
 import abc
 import logging
 import queue
+import random
 import threading
+import time
 import uuid
 from collections.abc import Callable
 from concurrent.futures import Future
@@ -27,6 +29,11 @@ WriteFn = Callable[[Any], Any]
 
 GROUP_MAX = 64
 """Writes committed in one transaction at most."""
+WRITE_RETRIES = 3
+"""How many times a write that lost a lock race (:meth:`GroupWriter._retryable`) is run again."""
+RETRY_PAUSE_S = 0.02
+"""The pause before a retry, times the retry's number, times a random 1-2 (so two daemons
+that deadlocked do not meet again in step)."""
 
 
 class GroupWriter(abc.ABC):
@@ -63,6 +70,11 @@ class GroupWriter(abc.ABC):
     def _group_error(self, exc: BaseException) -> BaseException:
         """What every caller of a group that failed with ``exc`` is given."""
         return exc
+
+    def _retryable(self, exc: BaseException) -> bool:
+        """A write that raised ``exc`` lost a race another transaction won (a deadlock, a
+        serialization failure) and would land if run again: never on SQLite (one writer)."""
+        return False
 
     @abc.abstractmethod
     def _landed(self) -> None:
@@ -135,8 +147,14 @@ class GroupWriter(abc.ABC):
             if stop:
                 return
 
-    def _commit_group(self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]]) -> None:
+    def _commit_group(self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]], retry: int = 0) -> None:
+        """Commit ``batch`` as one transaction, each write in its savepoint. A write that lost a
+        lock race (:meth:`_retryable`) is rolled back alone and run again in a group of its own
+        after this one commits, up to :data:`WRITE_RETRIES` times: the locks this group's other
+        writes hold are what the winner may be waiting for, so retrying inside it could only
+        meet the same cycle again."""
         outcomes: list[tuple[Future[Any], bool, Any]] = []
+        again: list[tuple[WriteFn, Future[Any]]] = []
         self._after_commit.clear()
         try:
             self._exec(conn, self.begin_sql)
@@ -150,7 +168,10 @@ class GroupWriter(abc.ABC):
                     self._exec(conn, f"ROLLBACK TO SAVEPOINT {sp}")
                     self._exec(conn, f"RELEASE SAVEPOINT {sp}")
                     del self._after_commit[mark:]  # its in-memory changes are dropped with it
-                    outcomes.append((fut, False, self._write_error(exc)))
+                    if retry < WRITE_RETRIES and self._retryable(exc):
+                        again.append((fn, fut))
+                    else:
+                        outcomes.append((fut, False, self._write_error(exc)))
                     continue
                 self._exec(conn, f"RELEASE SAVEPOINT {sp}")
                 outcomes.append((fut, True, result))
@@ -175,3 +196,7 @@ class GroupWriter(abc.ABC):
                 fut.set_result(value)
             else:
                 fut.set_exception(value)
+        if again:
+            log.info("%d write(s) lost a lock race to another transaction: retry %d", len(again), retry + 1)
+            time.sleep(RETRY_PAUSE_S * (retry + 1) * (1 + random.random()))
+            self._commit_group(conn, again, retry + 1)

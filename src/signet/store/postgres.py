@@ -43,10 +43,11 @@ log = logging.getLogger(__name__)
 T = TypeVar("T")
 WriteFn = Callable[[Any], Any]
 
-_GROUP_MAX = 64
 _SAVEPOINT = re.compile(r"(?i)^\s*(SAVEPOINT|RELEASE(\s+SAVEPOINT)?|ROLLBACK\s+TO(\s+SAVEPOINT)?)\s+\w+\s*;?\s*$")
 """A write function's own savepoint statements: passed as written (sqlglot does not parse them)."""
 POOL_WAIT_S = 60.0
+RETRY_STATES = frozenset({"40P01", "40001", "55P03"})
+"""The errors of a write that lost a lock race and is run again (signet.store.group_writer)."""
 
 
 class Row(tuple[Any, ...]):
@@ -120,6 +121,16 @@ class Connection:
             else:
                 cur.execute(pg_dialect.translate(sql, with_params=True), _params(params))
         except psycopg.Error as exc:  # as the callers' sqlite3 clauses know it (signet.store.pg_errors)
+            raise pg_errors.translate(exc, self.target, self.raw) from exc
+        return cur
+
+    def native(self, sql: str, params: Any = ()) -> psycopg.Cursor[Any]:
+        """Run PostgreSQL's own SQL as written (``%s`` parameters), past the translation: for the
+        few statements SQLite has no words for (snapshots). Errors read as :meth:`execute`'s."""
+        cur = self.raw.cursor(row_factory=_row_factory)
+        try:
+            cur.execute(sql, params)
+        except psycopg.Error as exc:
             raise pg_errors.translate(exc, self.target, self.raw) from exc
         return cur
 
@@ -294,6 +305,11 @@ class PostgresDatabase(GroupWriter):
             if self.on_trouble is not None:
                 self.on_trouble(err.code, err.message)
         return err
+
+    def _retryable(self, exc: BaseException) -> bool:
+        """Deadlock (40P01), serialization failure (40001), a lock not granted (55P03): the
+        write rolled back to its savepoint and can run again once the other transaction moved on."""
+        return getattr(exc, "sqlstate", None) in RETRY_STATES
 
     def _landed(self) -> None:
         if self._trouble_code is not None:

@@ -51,6 +51,8 @@ class Cluster:
     port: int | None
     has_vector: bool
     started_s: float
+    bin: Path
+    """The folder of its client programs (``pg_dump``, ``pg_restore``), of the server's version."""
     """Seconds from nothing to accepting connections (initdb included)."""
     _stop: Callable[[], None] = field(repr=False)
     _made: int = 0
@@ -137,6 +139,7 @@ def _start_pgserver() -> Cluster:
         port=None,
         has_vector=True,
         started_s=time.perf_counter() - t0,
+        bin=Path(pgserver.__file__).parent / "pginstall" / "bin",
         _stop=server.cleanup,
     )
 
@@ -212,6 +215,7 @@ def _start_debian() -> Cluster:
         port=port,
         has_vector=False,
         started_s=started,
+        bin=DEBIAN_BIN,
         _stop=stop,
         _restart=restart,
     )

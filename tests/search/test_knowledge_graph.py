@@ -45,6 +45,28 @@ def test_extract_leaves_sentence_openers_and_calendar_words() -> None:
     }
 
 
+def test_extract_leaves_markdown_items_labels_and_common_words() -> None:
+    """An assistant's Markdown answer: list items and bold words open items ("**Use** a tripod"),
+    headings and bold labels are titles, a capitalised word the text also writes in lower case
+    is a common word, and "e.g." is no code; the names in it stay."""
+    answer = (
+        "## Ease of Use\n\n**Additional Tips:**\n\n1. **Use** a tripod, as Ansel Adams did.\n"
+        "* Consider the light in Yosemite, e.g. at dawn.\n- Keep it simple: Tips beat gear, and tips"
+        " from Dorothea help."
+    )
+    assert _kinds(answer) == {"ansel adams": "name", "yosemite": "name", "dorothea": "name"}
+
+
+def test_the_inline_linker_matches_names_not_lowercase_words() -> None:
+    from signet.search.names import candidate_names, linkable_names
+
+    text = "I'd like to help you with Python and recall_terms in src/a.py, said Kate from New York."
+    linked = set(linkable_names(text))
+    assert {"python", "kate", "new york", "recall_terms", "a.py"} <= linked
+    assert not {"like", "help you", "help", "with"} & linked
+    assert {"like", "help you", "python"} <= set(candidate_names(text))  # a query's runs: all of them
+
+
 def test_extract_code_paths_urls_emails_dates() -> None:
     got = _kinds(
         "See https://example.org/a/b and mail ops@example.org; recall_terms in src/signet/search/recall.py "

@@ -44,13 +44,21 @@ _BACKTICK = re.compile(r"`([^`\n]{2,80})`")
 _SNAKE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b")
 _CAMEL = re.compile(r"\b[a-z]+(?:[A-Z][a-z0-9]+)+\b|\b[A-Z][a-z0-9]+(?:[A-Z][a-z0-9]+)+\b")
 _DOTTED = re.compile(r"\b[a-z_][\w]*(?:\.[a-z_]\w*)+\(?\)?")
+_LOWER_WORD = re.compile(r"(?<![\w'\u2019-])[a-z][a-z'\u2019-]*")
+_ABBREVIATION = re.compile(r"(?:[a-z]\.)*[a-z]\.?")
+"""Dotted single letters ("e.g", "i.e"): an abbreviation, not a ``module.name``."""
 _ISO_DATE = re.compile(r"\b\d{4}-\d{2}-\d{2}\b")
 _DAY_MONTH = re.compile(rf"\b(\d{{1,2}})(?:st|nd|rd|th)?\s+({_MONTHS})\.?(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE)
 _MONTH_DAY = re.compile(rf"\b({_MONTHS})\.?\s+(\d{{1,2}})(?:st|nd|rd|th)?(?:,?\s+(\d{{4}}))?\b", re.IGNORECASE)
 _CAP_RUN = re.compile(
     r"\b[A-Z][\w'\u2019-]*(?:\s+(?:(?:of|de|la|van|von|the|del|du|da)\s+){0,2}[A-Z][\w'\u2019-]*)*",
 )
-_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n\"\u201c(]\s*|\s[-\u2013\u2014]\s)$")
+_SENTENCE_START = re.compile(r"(?:^|[.!?:;\n\"\u201c(*#>|\u2022_]\s*|\s[-\u2013\u2014]\s)$")
+"""What precedes a word that opens a sentence, a list item or a Markdown emphasis (``* ``,
+``**``, ``# ``): assistants' answers are Markdown, and their "**Use** a tripod" opens an item."""
+_LABEL = re.compile(r"(?:^|\n)[ \t]*(?:[-*+\u2022]|\d+[.)])?[ \t]*(?:\*\*|__|#+[ \t]*)$")
+"""A run right after this is a Markdown heading or a bold label ("## Ease of Use",
+"**Additional Tips:**"), a title, not a name."""
 
 COMMON = frozenset(
     [
@@ -387,9 +395,14 @@ def _date_key(day: str, month: str, year: str | None) -> str:
 
 def _names(text: str) -> list[tuple[str, str]]:
     """Capitalised runs as (surface, kind): a run opening a sentence is kept only when it is
-    more than one word or not a common word; a name of two or more words is a person or place."""
+    more than one word or not a common word; a name of two or more words is a person or place.
+    A heading or bold label is no name, nor is one capitalised word the text also writes in
+    lower case ("Tips" beside "tips": a common word that happened to be capitalised)."""
     out: list[tuple[str, str]] = []
+    lower: set[str] | None = None
     for m in _CAP_RUN.finditer(text):
+        if _LABEL.search(text[max(0, m.start() - 16) : m.start()]) is not None:
+            continue
         words = m.group(0).split()
         start = _SENTENCE_START.search(text[max(0, m.start() - 4) : m.start()]) is not None or m.start() == 0
         # Drop leading sentence-openers ("Yesterday Caroline" -> "Caroline").
@@ -411,6 +424,11 @@ def _names(text: str) -> list[tuple[str, str]]:
             # sentence names nothing often enough that it never creates an entity; a name said
             # there is still linked once the entity is known (signet.pipeline.graph.inline_link).
             continue
+        if len(words) == 1:
+            if lower is None:
+                lower = set(_LOWER_WORD.findall(text))
+            if low in lower:
+                continue
         out.append((name.removesuffix("'s").removesuffix("\u2019s"), "name"))
     return out
 
@@ -456,7 +474,7 @@ def extract(content: str, who: str | None = None, project: str | None = None) ->
             add(m.group(1), "code")
     for pattern in (_SNAKE, _CAMEL, _DOTTED):
         for m in pattern.finditer(text):
-            if free(m):
+            if _ABBREVIATION.fullmatch(m.group(0)) is None and free(m):
                 add(m.group(0).rstrip("()"), "code")
     for m in _ISO_DATE.finditer(text):
         add(m.group(0), "date", m.group(0))

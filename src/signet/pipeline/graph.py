@@ -15,7 +15,7 @@ import uuid
 from collections.abc import Iterable
 
 from signet.pipeline.extraction import EntityTriple
-from signet.search.names import candidate_names, canonical
+from signet.search.names import canonical, linkable_names
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -97,11 +97,11 @@ def persist(
 def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, names: list[str] | None = None) -> int:
     """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
 
-    Candidate names (:func:`candidate_names`, or ``names`` computed beforehand) are looked
+    Candidate names (:func:`linkable_names`, or ``names`` computed beforehand) are looked
     up by ``canonical_name``; nothing is created.
     """
     if names is None:
-        names = candidate_names(content)
+        names = linkable_names(content)
     if not names:
         return 0
     found = 0

@@ -19,7 +19,7 @@ from signet.pipeline.extraction import cap_input, render, strip_think
 from signet.pipeline.llm.base import LlmProvider, LlmUnavailable
 from signet.pipeline.llm.supply import LlmSupply
 from signet.pipeline.worker import Processor, Worker
-from signet.search.names import candidate_names
+from signet.search.names import linkable_names
 from signet.store.database import Database
 from signet.store.sqlite import Connection
 
@@ -103,7 +103,7 @@ class Pipeline:
         """Before the write is queued, on the caller's thread: the names the entity linker
         will look up (pure work kept off the writer thread)."""
         if self.settings.graph.enabled:
-            mem[LINK_NAMES] = candidate_names(mem["content"])
+            mem[LINK_NAMES] = linkable_names(mem["content"])
             if not self.llm_builds_graph():
                 mem[MENTIONS] = extract_mentions(mem["content"], mem.get("who"))
 

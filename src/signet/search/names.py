@@ -29,3 +29,25 @@ def candidate_names(content: str) -> list[str]:
             if len(g) >= 2:
                 grams.add(g)
     return sorted(grams)
+
+
+_MARK = re.compile(r"[\d_./@#+-]")
+
+
+def linkable_names(content: str) -> list[str]:
+    """The :func:`candidate_names` of a stored text that are written like a name or an
+    identifier: with a capital letter, or a character no plain word has (a digit, ``_ . / @ #
+    + -``). The inline linker (signet.pipeline.graph.inline_link) links a new memory to every
+    existing entity whose name it contains, so a word in ordinary lower case ("like", "help
+    you", "us") must not meet an entity that happens to carry it: on real conversation turns
+    such words made most of the 28 links per memory the linker wrote (docs/benchmarks.md,
+    "The deterministic extractor at scale"). A query is matched with all its runs
+    (:func:`candidate_names`): people type names in lower case."""
+    words = [w.strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
+    grams: set[str] = set()
+    for n in range(1, MAX_NGRAM + 1):
+        for i in range(len(words) - n + 1):
+            g = " ".join(words[i : i + n])
+            if len(g) >= 2 and (g.lower() != g or _MARK.search(g) is not None):
+                grams.add(g.lower())
+    return sorted(grams)

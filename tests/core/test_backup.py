@@ -27,6 +27,8 @@ from tests.conftest import DaemonProcess, start_runtime, write_config
 
 ORDERED = sorted(MIGRATIONS, key=lambda m: m.version)
 LATEST = ORDERED[-1].version
+PREVIOUS = ORDERED[-2].version
+"""The version before the latest (not LATEST - 1: 31 and 32 are PostgreSQL's own numbers)."""
 
 
 def signet(ws: Workspace, *args: str, port: int | None = None) -> subprocess.CompletedProcess[str]:
@@ -92,7 +94,7 @@ def test_a_migration_on_a_copy_of_a_database_leaves_a_backup_of_it(tmp_path: Pat
     backups = list_backups(backup_dir(copy))
     assert [b.reason for b in backups] == [f"pre-migration-{LATEST}"]
     # The backup is the database as it was before the migration: older schema, same memory.
-    assert schema_version(backups[0].path) == LATEST - 1
+    assert schema_version(backups[0].path) == PREVIOUS
     assert memory_contents(backups[0].path) == ["we deploy on thursdays"]
     assert not Path(str(backups[0].path) + "-wal").exists()  # one self-contained file
     assert list_backups(backup_dir(original)) == []  # the original was not touched
@@ -121,7 +123,7 @@ def test_the_daemon_backs_up_before_it_migrates(
     assert listed["keep"] == 2 and listed["directory"] == str(ws.memory_dir / "backups")
     assert [m["content"] for m in mems["items"]] == ["we deploy on thursdays"]
     d.stop()
-    assert schema_version(Path(listed["backups"][0]["path"])) == LATEST - 1
+    assert schema_version(Path(listed["backups"][0]["path"])) == PREVIOUS
 
 
 def test_a_migration_goes_ahead_without_a_backup_on_a_full_disk(

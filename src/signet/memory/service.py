@@ -481,7 +481,7 @@ class MemoryService:
         def write(conn: Connection) -> list[Stored]:
             return [self._insert(conn, m, changed_by, actor_type) for m in mems]
 
-        results = self.db.write(write)
+        results = self.db.write(write, alone=True)  # large: no savepoint (GroupWriter.write)
         if any(not (r.deduped or r.retired) for r in results):
             self.embeddings.notify()
         return [self._remember_response(r) for r in results]

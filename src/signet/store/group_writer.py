@@ -44,7 +44,7 @@ class GroupWriter(abc.ABC):
     """The driver's errors: one raised by BEGIN, a savepoint or COMMIT fails the whole group."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue[tuple[WriteFn, Future[Any]] | None] = queue.Queue()
+        self._queue: queue.Queue[tuple[WriteFn, Future[Any], bool] | None] = queue.Queue()
         self._writer: threading.Thread | None = None
         self._write_conn: Any = None
         self._closed = False
@@ -92,8 +92,15 @@ class GroupWriter(abc.ABC):
             self._queue.put(None)
             self._writer.join(timeout=30)
 
-    def write(self, fn: Callable[[Any], T]) -> T:
+    def write(self, fn: Callable[[Any], T], *, alone: bool = False) -> T:
         """Run ``fn(conn)`` in a write transaction on the writer thread and return its result.
+
+        ``alone``: a large write (a batch of many memories) is committed in a transaction of its
+        own, without the savepoint a write in a group runs in. SQLite keeps every page changed
+        inside an open savepoint in an in-memory statement journal that it walks from its start
+        each time a statement inside it ends, so in a savepoint a write of 1,000 conversation
+        turns cost time quadratic in its size (docs/benchmarks.md, "The writer's statement
+        journal"); alone, each statement's journal is only its own.
 
         Called from the writer thread itself (a write that triggers another), it runs inline
         inside the current transaction.
@@ -103,7 +110,7 @@ class GroupWriter(abc.ABC):
         if self._closed or self._writer is None:
             raise RuntimeError("database is closed")
         fut: Future[T] = Future()
-        self._queue.put((fn, fut))
+        self._queue.put((fn, fut, alone))
         return fut.result()
 
     def submit(self, fn: WriteFn) -> Future[Any]:
@@ -112,7 +119,7 @@ class GroupWriter(abc.ABC):
         if self._closed or self._writer is None:
             fut.set_exception(RuntimeError("database is closed"))
             return fut
-        self._queue.put((fn, fut))
+        self._queue.put((fn, fut, False))
         return fut
 
     def after_commit(self, fn: Callable[[], None]) -> None:
@@ -132,8 +139,12 @@ class GroupWriter(abc.ABC):
             item = self._queue.get()
             if item is None:
                 return
-            batch = [item]
+            if item[2]:
+                self._commit_group(conn, [item[:2]], savepoints=False)
+                continue
+            batch = [item[:2]]
             stop = False
+            later = None
             while len(batch) < GROUP_MAX:
                 try:
                     nxt = self._queue.get_nowait()
@@ -142,40 +153,58 @@ class GroupWriter(abc.ABC):
                 if nxt is None:
                     stop = True
                     break
-                batch.append(nxt)
+                if nxt[2]:
+                    later = nxt[:2]  # a write alone: after this group, in its own transaction
+                    break
+                batch.append(nxt[:2])
             self._commit_group(conn, batch)
+            if later is not None:
+                self._commit_group(conn, [later], savepoints=False)
             if stop:
                 return
 
-    def _commit_group(self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]], retry: int = 0) -> None:
-        """Commit ``batch`` as one transaction, each write in its savepoint. A write that lost a
+    def _commit_group(
+        self, conn: Any, batch: list[tuple[WriteFn, Future[Any]]], retry: int = 0, *, savepoints: bool = True
+    ) -> None:
+        """Commit ``batch`` as one transaction, each write in its savepoint (``savepoints``
+        False: one write alone, whose failure rolls back the transaction). A write that lost a
         lock race (:meth:`_retryable`) is rolled back alone and run again in a group of its own
         after this one commits, up to :data:`WRITE_RETRIES` times: the locks this group's other
         writes hold are what the winner may be waiting for, so retrying inside it could only
         meet the same cycle again."""
         outcomes: list[tuple[Future[Any], bool, Any]] = []
         again: list[tuple[WriteFn, Future[Any]]] = []
+        rolled_back = False
         self._after_commit.clear()
         try:
             self._exec(conn, self.begin_sql)
             for i, (fn, fut) in enumerate(batch):
                 sp = f"w{i}"
-                self._exec(conn, f"SAVEPOINT {sp}")
+                if savepoints:
+                    self._exec(conn, f"SAVEPOINT {sp}")
                 mark = len(self._after_commit)
                 try:
                     result = fn(conn)
                 except BaseException as exc:  # noqa: BLE001 - re-raised in the caller via its future
-                    self._exec(conn, f"ROLLBACK TO SAVEPOINT {sp}")
-                    self._exec(conn, f"RELEASE SAVEPOINT {sp}")
+                    if savepoints:
+                        self._exec(conn, f"ROLLBACK TO SAVEPOINT {sp}")
+                        self._exec(conn, f"RELEASE SAVEPOINT {sp}")
                     del self._after_commit[mark:]  # its in-memory changes are dropped with it
                     if retry < WRITE_RETRIES and self._retryable(exc):
                         again.append((fn, fut))
                     else:
                         outcomes.append((fut, False, self._write_error(exc)))
+                    if not savepoints:  # the write was the transaction: it ends with it
+                        rolled_back = True
+                        break
                     continue
-                self._exec(conn, f"RELEASE SAVEPOINT {sp}")
+                if savepoints:
+                    self._exec(conn, f"RELEASE SAVEPOINT {sp}")
                 outcomes.append((fut, True, result))
-            self._exec(conn, "COMMIT")
+            if rolled_back:
+                self._abort(conn)
+            else:
+                self._exec(conn, "COMMIT")
         except self.engine_errors as exc:  # BEGIN, a savepoint or COMMIT failed: the whole group rolls back
             self._abort(conn)
             self._after_commit.clear()
@@ -183,6 +212,17 @@ class GroupWriter(abc.ABC):
             for _, fut in batch:
                 fut.set_exception(err)
             return
+        self._finish(outcomes, again, retry, savepoints, conn)
+
+    def _finish(
+        self,
+        outcomes: list[tuple[Future[Any], bool, Any]],
+        again: list[tuple[WriteFn, Future[Any]]],
+        retry: int,
+        savepoints: bool,
+        conn: Any,
+    ) -> None:
+        """After a group's transaction ended: its callbacks, its callers woken, its retries run."""
         if any(ok for _, ok, _ in outcomes):
             self._landed()
         callbacks, self._after_commit = self._after_commit, []
@@ -199,4 +239,4 @@ class GroupWriter(abc.ABC):
         if again:
             log.info("%d write(s) lost a lock race to another transaction: retry %d", len(again), retry + 1)
             time.sleep(RETRY_PAUSE_S * (retry + 1) * (1 + random.random()))
-            self._commit_group(conn, again, retry + 1)
+            self._commit_group(conn, again, retry + 1, savepoints=savepoints)

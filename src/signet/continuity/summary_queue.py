@@ -14,6 +14,7 @@ import uuid
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from signet.store import locking
 from signet.store.locking import skip_locked
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
@@ -170,11 +171,8 @@ def release(conn: Connection, lease_timeout_ms: int, *, owner: str | None = None
 
 
 def release_at_start(conn: Connection, lease_timeout_ms: int, owner: str) -> int:
-    """What a starting daemon releases (as signet.pipeline.queue.release_at_start): all on
-    SQLite; on PostgreSQL the expired leases and its own previous run's."""
-    if getattr(conn, "dialect", "sqlite") != "postgres":
-        return release(conn, 0)
-    return release(conn, lease_timeout_ms) + release(conn, 0, owner=owner)
+    """What a starting daemon releases (signet.store.locking.release_at_start)."""
+    return locking.release_at_start(conn, release, lease_timeout_ms, owner)
 
 
 def stats(conn: Connection) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
+from signet.store import locking
 from signet.store.locking import skip_locked
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
@@ -106,13 +107,8 @@ def enqueue(
 
 
 def release_at_start(conn: Connection, lease_timeout_ms: int, owner: str) -> int:
-    """What a starting daemon releases: every lease on SQLite (it is the store's only daemon, so a
-    lease there was left by its previous run); on PostgreSQL the expired ones and those its
-    previous run took (``leased_by`` = ``owner``, its workspace's lease owner), because the other
-    daemons' workers hold live leases on the same table."""
-    if getattr(conn, "dialect", "sqlite") != "postgres":
-        return reap_stale(conn, 0)
-    return reap_stale(conn, lease_timeout_ms) + reap_stale(conn, 0, owner=owner)
+    """What a starting daemon releases (signet.store.locking.release_at_start)."""
+    return locking.release_at_start(conn, reap_stale, lease_timeout_ms, owner)
 
 
 def lease(conn: Connection, job_types: tuple[str, ...] = JOB_TYPES, owner: str | None = None) -> Job | None:

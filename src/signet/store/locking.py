@@ -8,9 +8,21 @@ locks until the group commits: a statement that can do without a row another wri
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 
 def skip_locked(conn: Any) -> str:
     """`` FOR UPDATE SKIP LOCKED`` for a sub-select on PostgreSQL, nothing on SQLite."""
     return " FOR UPDATE SKIP LOCKED" if getattr(conn, "dialect", "sqlite") == "postgres" else ""
+
+
+def release_at_start(conn: Any, release: Callable[..., int], lease_timeout_ms: int, owner: str) -> int:
+    """What a starting daemon releases of a job queue, through that queue's ``release(conn,
+    lease_timeout_ms, owner=None)``: every lease on SQLite (it is the store's only daemon, so a
+    lease there was left by its previous run); on PostgreSQL the expired ones and those its
+    previous run took (``leased_by`` = ``owner``, its workspace's lease owner), never the live
+    leases of the other daemons' workers."""
+    if getattr(conn, "dialect", "sqlite") != "postgres":
+        return release(conn, 0)
+    return release(conn, lease_timeout_ms) + release(conn, 0, owner=owner)

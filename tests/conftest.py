@@ -86,6 +86,13 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             item.add_marker(pytest.mark.skip(reason=f"sqlite_only: {why}"))
 
 
+def pg_password_env() -> dict[str, str]:
+    """The environment a postgres run's workspaces read their store password from (empty in a
+    SQLite run): for a test that starts a process with an environment of its own."""
+    value = os.environ.get(PG_PASSWORD_ENV)
+    return {PG_PASSWORD_ENV: value} if value else {}
+
+
 def pg_storage_section() -> dict[str, Any]:
     """agent.yaml's ``storage`` for a new test workspace in a postgres run: a fresh database."""
     from tests import pgcluster
@@ -109,6 +116,45 @@ for _name in ("COLUMNS", "LINES"):
 # Secret stores made by tests keep their key in a file in the test's workspace, never in the
 # real OS keyring of the machine running the tests (keyring's own switch; daemons inherit it).
 os.environ["PYTHON_KEYRING_BACKEND"] = "keyring.backends.fail.Keyring"
+
+
+class StoreConnection:
+    """A test's own autocommit connection to a workspace's store, whichever engine it is:
+    SQLite's SQL in, rows by position and name out (signet.store.postgres translates it on
+    PostgreSQL). For tests that inject a fault or read a table behind the daemon's back."""
+
+    def __init__(self, ws: Workspace) -> None:
+        settings = ws.settings()
+        if settings.storage.backend == "postgres":
+            from signet.store import pg_url
+            from signet.store.postgres import Connection, PostgresDatabase
+
+            target = pg_url.resolve(settings.storage.url or "", settings.storage.password)
+            self._conn: Any = Connection(PostgresDatabase(target, apply_migrations=False)._connect(), target)
+            self._close: Callable[[], None] = self._conn.raw.close
+        else:
+            from signet.store.database import connect
+
+            self._conn = connect(ws.database_path())
+            self._close = self._conn.close
+
+    def execute(self, sql: str, params: Any = ()) -> Any:
+        return self._conn.execute(sql, params)
+
+    def executemany(self, sql: str, seq: Any) -> Any:
+        return self._conn.executemany(sql, seq)
+
+    def commit(self) -> None:
+        """Every statement commits on its own (both engines' connections are autocommit)."""
+
+    def close(self) -> None:
+        self._close()
+
+    def __enter__(self) -> StoreConnection:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
 
 
 @pytest.fixture(scope="session")

@@ -4,7 +4,6 @@ continuity and feature flags, over the real app and store (docs/operations.md)."
 from __future__ import annotations
 
 import json
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -21,7 +20,7 @@ from signet.ops.analytics import ERROR_CODES, Analytics, LatencyHistogram, laten
 from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, token_for
-from tests.conftest import DaemonProcess, start_runtime, write_config
+from tests.conftest import DaemonProcess, StoreConnection, start_runtime, write_config
 
 Client = Callable[..., tuple[Runtime, TestClient]]
 
@@ -361,8 +360,8 @@ def test_a_real_daemon_counts_its_requests(workspace: Workspace, start_daemon: C
 
 def test_analytics_tables_exist_after_migration(client: Client) -> None:
     rt, _ = client()
-    with sqlite3.connect(rt.db_path) as conn:
-        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
+    with StoreConnection(rt.workspace) as conn:
+        names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'table'").fetchall()}
     assert {"telemetry_events", "memory_search_telemetry"} <= names
 
 

@@ -109,6 +109,7 @@ def test_a_migration_on_a_copy_of_a_database_leaves_a_backup_of_it(tmp_path: Pat
     assert list_backups(backup_dir(fresh)) == []
 
 
+@pytest.mark.sqlite_only("backups of the SQLite file (PostgreSQL's are pg_dump: tests/pg/test_pg_dump.py)")
 @pytest.mark.slow
 def test_the_daemon_backs_up_before_it_migrates(
     make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]
@@ -166,6 +167,7 @@ def test_with_backups_at_the_limit_the_oldest_is_removed_first(tmp_path: Path) -
     assert (directory / "notes.txt").read_text() == "mine" and (directory / "signet-copy.db").exists()
 
 
+@pytest.mark.sqlite_only("backups of the SQLite file (PostgreSQL's are pg_dump: tests/pg/test_pg_dump.py)")
 def test_no_backup_below_the_free_disk_floor(make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace(embedding="none", backup={"min_free_mb": 0})
     start_runtime(ws).stop()
@@ -188,6 +190,7 @@ def test_no_backup_below_the_free_disk_floor(make_workspace: Callable[..., Works
     assert err.value.code == "backup_refused" and err.value.status == 507
 
 
+@pytest.mark.sqlite_only("backups of the SQLite file (PostgreSQL's are pg_dump: tests/pg/test_pg_dump.py)")
 def test_post_backup_takes_one_and_rotates_to_the_setting(make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace(embedding="none", backup={"keep": 2, "min_free_mb": 0})
     rt = start_runtime(ws)
@@ -211,6 +214,7 @@ def test_post_backup_takes_one_and_rotates_to_the_setting(make_workspace: Callab
 # -- restore ---------------------------------------------------------------------------------
 
 
+@pytest.mark.sqlite_only("backups of the SQLite file (PostgreSQL's are pg_dump: tests/pg/test_pg_dump.py)")
 @pytest.mark.slow
 def test_restore_refuses_while_the_daemon_runs_and_works_once_it_is_stopped(
     make_workspace: Callable[..., Workspace], start_daemon: Callable[..., DaemonProcess]

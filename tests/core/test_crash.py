@@ -4,7 +4,6 @@ and the database is consistent (integrity, FTS, history) after a restart."""
 from __future__ import annotations
 
 import signal
-import sqlite3
 import threading
 import time
 from collections.abc import Callable
@@ -12,7 +11,7 @@ from collections.abc import Callable
 import httpx
 
 from signet.workspace import Workspace
-from tests.conftest import DaemonProcess, write_config
+from tests.conftest import DaemonProcess, StoreConnection, write_config
 
 
 def test_sigkill_mid_writes_loses_nothing_acknowledged(
@@ -62,15 +61,20 @@ def test_sigkill_mid_writes_loses_nothing_acknowledged(
     with d2.client() as c:
         total = c.get("/api/memories", params={"limit": 1}).json()["total"]
     d2.stop()
-    conn = sqlite3.connect(ws.database_path())
+    sqlite = ws.settings().storage.backend == "sqlite"
+    conn = StoreConnection(ws)
     try:
-        assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
-        ids = {r[0] for r in conn.execute("SELECT id FROM memories")}
+        if sqlite:
+            assert conn.execute("PRAGMA integrity_check").fetchone()[0] == "ok"
+        ids = {r[0] for r in conn.execute("SELECT id FROM memories").fetchall()}
         assert set(acked) <= ids, f"{len(set(acked) - ids)} acknowledged memories lost"
         assert total == len(ids)
-        created = {r[0] for r in conn.execute("SELECT memory_id FROM memory_history WHERE event = 'created'")}
+        created = {
+            r[0] for r in conn.execute("SELECT memory_id FROM memory_history WHERE event = 'created'").fetchall()
+        }
         assert created == ids  # every memory has its history event, and no event lacks its memory
-        conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
+        if sqlite:
+            conn.execute("INSERT INTO memories_fts(memories_fts) VALUES ('integrity-check')")
         batches = conn.execute("SELECT COUNT(*) FROM memories WHERE content LIKE 'batch %'").fetchone()[0]
         assert batches % 20 == 0  # batch remembers are all-or-nothing
     finally:

@@ -4,7 +4,6 @@ changes; ``/api/embeddings/status``; the projection itself (signet.embedding.pro
 
 from __future__ import annotations
 
-import sqlite3
 import time
 from collections.abc import Callable
 from typing import Any
@@ -16,6 +15,7 @@ from signet.embedding.projection import FIT_SAMPLE, SPAN, project, sample
 from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, token_for
+from tests.conftest import StoreConnection
 
 TEXTS = [
     "We use PostgreSQL for every new service",
@@ -65,8 +65,8 @@ def test_computing_then_cached_until_the_count_changes(api: TestClient, runtime:
 
     again = api.get("/api/embeddings/projection")
     assert again.status_code == 200 and again.json()["cached_at"] == body["cached_at"]  # from umap_cache
-    with sqlite3.connect(runtime.db_path) as conn:
-        rows = conn.execute("SELECT dimensions, embedding_count FROM umap_cache").fetchall()
+    with StoreConnection(runtime.workspace) as conn:
+        rows = [tuple(r) for r in conn.execute("SELECT dimensions, embedding_count FROM umap_cache").fetchall()]
     assert rows == [(2, 6)]
 
     seed(api, runtime, ["Alice owns the billing service"])

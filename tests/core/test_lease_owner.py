@@ -7,6 +7,8 @@ import socket
 from collections.abc import Callable
 from pathlib import Path
 
+import pytest
+
 from signet.pipeline import queue
 from signet.store.choose import build_store, lease_owner
 from signet.workspace import Workspace
@@ -41,6 +43,9 @@ def test_an_unusable_folder_gives_a_name_for_this_process_only(tmp_path: Path) -
         assert one != two  # nothing kept: the leases of a crashed run wait for their timeout
 
 
+@pytest.mark.sqlite_only(
+    "SQLite's rule: every lease is the one daemon's (PostgreSQL: tests/pg/test_several_daemons.py)"
+)
 def test_leases_carry_the_owner_and_sqlite_releases_all_at_start(make_workspace: Callable[..., Workspace]) -> None:
     ws = make_workspace()
     with build_store(ws, ws.settings()) as db:

@@ -12,10 +12,9 @@ import pytest
 from signet.config import AutonomousSettings, RepairSettings, parse_settings
 from signet.errors import ConfigError
 from signet.ops.repair_gate import ACTIONS, RepairGate
-from signet.store.database import connect
 from signet.store.records import now_iso
 from signet.workspace import Workspace
-from tests.conftest import DaemonProcess
+from tests.conftest import DaemonProcess, StoreConnection
 
 
 class Clock:
@@ -169,7 +168,7 @@ def test_every_repair_leaves_an_audit_row(
     with d.client() as c:
         for i in range(3):
             assert c.post("/api/memory/remember", json={"content": f"audited memory {i}"}).status_code == 200
-        conn = connect(d.workspace.database_path())
+        conn = StoreConnection(d.workspace)
         now = now_iso()  # recent: the retention sweep below keeps it
         conn.execute(
             "INSERT INTO memory_jobs(id, job_type, status, created_at, updated_at, failed_at)"

@@ -92,6 +92,7 @@ def _forget_all(rt: Runtime, ids: list[str]) -> None:
         )
 
 
+@pytest.mark.sqlite_only("the SQLite file's pages (PostgreSQL gives space back by VACUUM)")
 def test_writing_forgetting_and_purging_20k_memories_shrinks_the_file(
     make_workspace: Callable[..., Workspace],
 ) -> None:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import signal
-import sqlite3
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
 from typing import Any
@@ -17,7 +16,7 @@ from signet.ops.telemetry import EVENTS, EventName
 from signet.runtime import Runtime
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, token_for
-from tests.conftest import DaemonProcess, write_config
+from tests.conftest import DaemonProcess, StoreConnection, write_config
 
 Client = Callable[..., tuple[Runtime, TestClient]]
 
@@ -65,8 +64,8 @@ def use_the_memory(api: TestClient, **headers: str) -> None:
 
 
 def raw_rows(rt: Runtime, table: str) -> list[tuple[Any, ...]]:
-    with sqlite3.connect(rt.db_path) as conn:
-        return list(conn.execute(f"SELECT * FROM {table}"))
+    with StoreConnection(rt.workspace) as conn:
+        return [tuple(r) for r in conn.execute(f"SELECT * FROM {table}").fetchall()]
 
 
 def test_events_never_hold_content_queries_or_prompts(client: Client) -> None:
@@ -141,9 +140,10 @@ def test_the_event_log_is_bounded(client: Client) -> None:
         )
     )
     tel.prune()
-    rows = raw_rows(rt, "telemetry_events")
-    assert len(rows) == 1000 and all(r[2] > old for r in rows)
-    kept = [json.loads(r[3])["duration_ms"] for r in rows if r[1] == "pipeline.job"]
+    with StoreConnection(rt.workspace) as conn:
+        rows = conn.execute("SELECT event, at, properties FROM telemetry_events").fetchall()
+    assert len(rows) == 1000 and all(r["at"] > old for r in rows)
+    kept = [json.loads(r["properties"])["duration_ms"] for r in rows if r["event"] == "pipeline.job"]
     assert max(kept) == 1499.0  # the newest are kept
 
 

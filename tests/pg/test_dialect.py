@@ -23,7 +23,7 @@ ENGINE_SPECIFIC = re.compile(r"_fts\b|_fts_|\bMATCH\b|bm25|PRAGMA|VACUUM|sqlite_
 """What is SQLite's by nature and gets its own PostgreSQL code (docs/team.md): FTS5 tables and
 their shadow tables, ``MATCH``/``bm25``, PRAGMAs, ``VACUUM``, the catalog."""
 
-NOT_THE_STORE = ("bench/", "ingest/cursor.py", "search/tokens.py", "store/pg_")
+NOT_THE_STORE = ("bench/", "ingest/cursor.py", "search/tokens.py", "store/pg_", "store/postgres.py")
 """Modules whose SQL is not run on the store: benchmarks' scratch files, Cursor's own SQLite
 files (signet.ingest.cursor), FTS5's tokenizer in an in-memory SQLite (signet.search.tokens),
 and the PostgreSQL modules themselves."""

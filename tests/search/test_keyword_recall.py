@@ -59,6 +59,9 @@ QUERIES = [
 ]
 
 
+@pytest.mark.sqlite_only(
+    "the mirror against FTS5's own bm25(); with the mirror off PostgreSQL ranks by ts_rank (docs/team.md)"
+)
 @pytest.mark.parametrize("n", [300])
 def test_recall_is_the_same_with_and_without_the_mirror(make_workspace: Callable[..., Workspace], n: int) -> None:
     on = start_runtime(make_workspace(embedding="none"))

@@ -22,7 +22,7 @@ import pytest
 
 from signet.daemon.unit import ServiceSpec, render_systemd
 from signet.workspace import Workspace
-from tests.conftest import free_port
+from tests.conftest import free_port, pg_password_env
 
 
 def signet(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -135,7 +135,8 @@ def test_the_unit_s_command_runs_the_daemon_of_that_workspace(
     assert unit_env["SIGNET_WORKSPACE"] == str(ws.root.resolve()) and unit_env["SIGNET_PORT"] == str(port)
     proc = subprocess.Popen(
         argv,
-        env={"HOME": str(tmp_path / "home"), **unit_env},
+        # a postgres test run's store password (storage.password: env:...) is the user's to give the unit
+        env={"HOME": str(tmp_path / "home"), **unit_env, **pg_password_env()},
         cwd=unit["Service"]["WorkingDirectory"],
         stdout=subprocess.DEVNULL,
         stderr=subprocess.DEVNULL,

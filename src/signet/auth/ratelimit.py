@@ -1,4 +1,5 @@
-"""A sliding-window rate limiter keyed by ``actor:operation`` (in memory, per daemon)."""
+"""Rate limits keyed by ``actor:operation``: in memory for one daemon, or counted in the store
+for several daemons sharing a PostgreSQL database (docs/team.md)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from typing import Protocol, runtime_checkable
 
 from signet.config import RateLimitSettings
 
@@ -38,3 +40,46 @@ class RateLimiter:
                 for k in [k for k, v in self._hits.items() if not v or v[-1] <= now - window]:
                     del self._hits[k]
             return 0
+
+
+@runtime_checkable
+class HitCounter(Protocol):
+    """What the shared limiter needs of the store (signet.store.postgres.PostgresDatabase)."""
+
+    def rate_hit(self, key: str, now: float, window_s: float, limit: int) -> float | None: ...
+
+    def forget_rate_hits(self, before: float) -> int: ...
+
+
+PRUNE_EVERY = 1000
+"""Checks between two deletes of idle keys' hits (per daemon)."""
+PRUNE_AGE_S = 86_400.0
+"""Hits older than the longest window a daemon may be configured with (``windowSeconds``)."""
+
+
+class SharedRateLimiter:
+    """The same sliding-window limits as :class:`RateLimiter`, counted in the store, so N
+    daemons behind one proxy allow an actor the limit, not N times it. One call per limited
+    request (signet.store.postgres.PostgresDatabase.rate_hit counts and admits atomically)."""
+
+    def __init__(self, settings: RateLimitSettings, store: HitCounter, clock: Callable[[], float] = time.time) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self._checks = 0
+        self._lock = threading.Lock()
+
+    def limit_for(self, operation: str) -> int:
+        return self.settings.operations.get(operation, self.settings.default)
+
+    def check(self, actor: str, operation: str) -> int:
+        """0 when allowed (and counted); otherwise the whole seconds until a slot frees."""
+        now = self.clock()
+        window = self.settings.window_s
+        oldest = self.store.rate_hit(f"{actor}:{operation}", now, window, self.limit_for(operation))
+        with self._lock:
+            self._checks += 1
+            prune = self._checks % PRUNE_EVERY == 0
+        if prune:
+            self.store.forget_rate_hits(now - PRUNE_AGE_S)
+        return 0 if oldest is None else max(1, math.ceil(oldest + window - now))

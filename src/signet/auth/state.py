@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from signet.auth.agents import Roster
-from signet.auth.ratelimit import RateLimiter
+from signet.auth.ratelimit import HitCounter, RateLimiter, SharedRateLimiter
 from signet.auth.tokens import Claims, load_secret, token_id, verify
 from signet.config import Settings
 from signet.errors import InvalidRequest, Unauthorized
@@ -58,7 +58,11 @@ class AuthState:
         self.root = workspace_root
         self.db = db
         self.roster = Roster(settings)
-        self.limiter = RateLimiter(settings.auth.rate_limits)
+        self.limiter: RateLimiter | SharedRateLimiter = (
+            SharedRateLimiter(settings.auth.rate_limits, db)  # every daemon of the store counts together
+            if isinstance(db, HitCounter) and db.dialect == "postgres"
+            else RateLimiter(settings.auth.rate_limits)
+        )
         self._secret: bytes | None = None
         # Seconds since the epoch, for token expiry: a test moves this clock past a token's
         # expiry instead of sleeping through it (a sleep loses the race on a loaded machine).

@@ -181,6 +181,16 @@ class RetentionWorker:
         if self._thread is not None:
             self._thread.join(timeout=10)
 
+    def sweep_if_mine(self) -> SweepReport | None:
+        """The scheduled sweep: None when another daemon on the store is sweeping now (one at
+        a time, so their deletes never wait on each other's row locks; the next interval
+        sweeps again)."""
+        with self.db.exclusive("retention") as mine:
+            if not mine:
+                log.info("retention sweep skipped: another daemon on the store is sweeping")
+                return None
+            return self.sweep()
+
     def _run(self) -> None:
         interval = self.settings.interval_hours * 3600
         # First sweep shortly after start, then on the interval.
@@ -188,7 +198,7 @@ class RetentionWorker:
             return
         while True:
             try:
-                self.sweep()
+                self.sweep_if_mine()
             except Exception:  # a failed sweep is logged and retried next interval, never fatal
                 log.exception("retention sweep failed")
             if self._stop.wait(interval):

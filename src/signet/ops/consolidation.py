@@ -45,7 +45,7 @@ from signet.ops.consolidation_models import (
 from signet.ops.consolidation_plan import Llm, live_rows, plan, plan_json
 from signet.schedule import parse
 from signet.store import lifecycle
-from signet.store.records import now_iso, record_history
+from signet.store.records import now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection, sqlite3
 
@@ -454,13 +454,35 @@ class Consolidator:
         schedule = parse(self.settings.schedule or "")
         while True:
             now = datetime.now(UTC)
-            wait = (schedule.next_after(now) - now).total_seconds()
+            fire = schedule.next_after(now)
+            wait = (fire - now).total_seconds()
             if self._stop.wait(max(wait, 0.0)):
                 return
             try:
-                run = self.consolidate(ConsolidateRequest(), actor="system", trigger="scheduled")
+                run = self.scheduled_run(fire)
                 self.last_error = None
-                log.info("scheduled consolidation %s: %s (tier 2 %s)", run.id, run.counts, run.plan.tier2)
+                if run is not None:
+                    log.info("scheduled consolidation %s: %s (tier 2 %s)", run.id, run.counts, run.plan.tier2)
             except (SignetError, sqlite3.Error) as exc:  # the next fire time tries again
                 self.last_error = str(exc)
                 log.warning("scheduled consolidation failed: %s", exc)
+
+    def scheduled_run(self, due: datetime) -> ConsolidationRun | None:
+        """The run for the fire time ``due``, made by one daemon of the store: None when another
+        daemon is consolidating now or already ran for this fire time (every daemon's timer
+        fires at the same times; a tier-2 run asks the LLM, so it must not be made twice)."""
+        with self.db.exclusive("consolidation") as mine:
+            if not mine:
+                log.info("scheduled consolidation skipped: another daemon on the store is consolidating")
+                return None
+            since = to_iso(due)
+            done = self.db.read(
+                lambda c: c.execute(
+                    "SELECT 1 FROM consolidation_runs WHERE trigger = 'scheduled' AND created_at >= ? LIMIT 1",
+                    (since,),
+                ).fetchone()
+            )
+            if done is not None:
+                log.info("scheduled consolidation for %s already made by another daemon on the store", since)
+                return None
+            return self.consolidate(ConsolidateRequest(), actor="system", trigger="scheduled")

@@ -195,7 +195,11 @@ class Maintenance:
             try:
                 if self._next_at is not None and time.monotonic() >= self._next_at:
                     self._watch.clear()
-                    self.run_cycle(self.settings.maintenance_mode, SYSTEM)
+                    with self.src.db.exclusive("maintenance") as mine:  # one daemon of a store's at a time
+                        if mine:
+                            self.run_cycle(self.settings.maintenance_mode, SYSTEM)
+                        else:
+                            log.info("maintenance cycle skipped: another daemon on the store runs one")
                     self._next_at = time.monotonic() + interval
                 elif self._watch.is_set():
                     self._watch.clear()

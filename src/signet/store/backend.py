@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextlib import AbstractContextManager
 from typing import Any, Literal, Protocol, Self, TypeVar, runtime_checkable
 
 T = TypeVar("T")
@@ -37,6 +38,9 @@ class StorageBackend(Protocol):
 
     on_trouble: Callable[[str, str | None], None] | None
     on_migrate: Callable[[list[int]], None] | None
+    node: str
+    """This process's name on the store, new at every start: who runs a piece of work recorded
+    as running (signet.store.liveness tells whether that process is still there)."""
     lease_owner: str
     """Who this daemon is when it leases a job (``leased_by``): the workspace's lease owner
     (signet.store.choose.lease_owner), so a restart finds its own previous run's leases."""
@@ -56,6 +60,14 @@ class StorageBackend(Protocol):
     def after_commit(self, fn: Callable[[], None]) -> None: ...
 
     def read(self, fn: Callable[[Any], T]) -> T: ...
+
+    def exclusive(self, name: str) -> AbstractContextManager[bool]:
+        """``with store.exclusive(name) as mine:`` whether this daemon alone does the background
+        work ``name`` now (a retention sweep, a maintenance cycle, a scheduled consolidation),
+        held until the block ends. Never waits: another daemon doing it means ``False``, and
+        the caller skips its turn. Always ``True`` on SQLite (one daemon per file); on
+        PostgreSQL a session advisory lock, which the server drops with a dead daemon's session."""
+        ...
 
     def describe(self) -> dict[str, Any]:
         """``backend``, ``location`` (file path, or host:port/database), ``user`` and the

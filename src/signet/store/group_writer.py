@@ -53,6 +53,9 @@ class GroupWriter(abc.ABC):
         self.lease_owner = f"process-{uuid.uuid4().hex[:12]}"
         """Who leases jobs through this store (signet.store.backend.StorageBackend.lease_owner):
         one per process unless the workspace names one (signet.store.choose.build_store)."""
+        self.node = f"signet-{uuid.uuid4().hex[:12]}"
+        """This process's name on the store, new at every start (signet.store.liveness): work
+        it records as running is another daemon's orphan once no session carries the name."""
 
     # -- the engine's part -----------------------------------------------------------------
     @abc.abstractmethod

@@ -36,6 +36,7 @@ from signet.store.schema_secrets import SECRETS_SCHEMA
 from signet.store.schema_signals import SIGNALS_SCHEMA
 from signet.store.schema_skills import SKILLS_SCHEMA
 from signet.store.schema_supersession import SUPERSESSION_SCHEMA
+from signet.store.schema_task_runner import TASK_RUNNER_SCHEMA
 from signet.store.schema_tasks import TASK_SECRETS_SCHEMA, TASKS_SCHEMA
 from signet.store.schema_telemetry import TELEMETRY_SCHEMA
 from signet.store.schema_umap import UMAP_CACHE_SCHEMA
@@ -321,8 +322,10 @@ MIGRATIONS: list[Migration] = [
     Migration(28, "live_capture", CAPTURE_SCHEMA),
     Migration(29, "task_secrets", TASK_SECRETS_SCHEMA),
     Migration(30, "attribute_supersession", SUPERSESSION_SCHEMA),
-    # 31 and 32 exist on PostgreSQL only (signet.store.pg_schema.PG_ONLY).
+    # 31, 32 and 35 exist on PostgreSQL only (signet.store.pg_schema.PG_ONLY).
     Migration(33, "job_lease_owner", LEASE_OWNER_SCHEMA),
+    Migration(34, "task_runner", TASK_RUNNER_SCHEMA),
+    # 36 is the next free number on both engines.
 ]
 
 BOOKKEEPING = """

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 from signet.store.migrations import Migration
 from signet.store.schema_lease_owner import PG_LEASE_OWNER_SCHEMA
+from signet.store.schema_task_runner import PG_TASK_RUNNER_SCHEMA
 from signet.store.thread_context import CONTEXT_AFTER, CONTEXT_BEFORE
 
 BASELINE = """
@@ -875,8 +876,41 @@ docs/team.md "Several daemons"):
   embedded once and the other daemons load the stored vector through the feed.
 - ``signet_auth_keys``: the token signing secret every daemon of the store shares."""
 
-PG_ONLY = frozenset({31, 32})
-"""Versions that exist on PostgreSQL only (31: several daemons; 32: the thread-context log):
+RATE_LIMIT_HITS = """
+CREATE UNLOGGED TABLE signet_rate_hits (
+    key TEXT NOT NULL,
+    ts DOUBLE PRECISION NOT NULL
+);
+CREATE INDEX signet_rate_hits_key ON signet_rate_hits(key, ts);
+CREATE INDEX signet_rate_hits_ts ON signet_rate_hits(ts);
+
+CREATE FUNCTION signet_rate_hit(k TEXT, now_s DOUBLE PRECISION, window_s DOUBLE PRECISION, lim INTEGER)
+RETURNS DOUBLE PRECISION LANGUAGE plpgsql VOLATILE AS $fn$
+DECLARE
+    n INTEGER;
+    oldest DOUBLE PRECISION;
+BEGIN
+    PERFORM pg_advisory_xact_lock(1397311311, hashtext(k));
+    DELETE FROM signet_rate_hits WHERE key = k AND ts <= now_s - window_s;
+    SELECT count(*), min(ts) INTO n, oldest FROM signet_rate_hits WHERE key = k;
+    IF n >= lim THEN
+        RETURN oldest;
+    END IF;
+    INSERT INTO signet_rate_hits(key, ts) VALUES (k, now_s);
+    RETURN NULL;
+END
+$fn$;
+"""
+"""PostgreSQL migration 35: the rate limits' hits, shared by every daemon of the store
+(signet.auth.ratelimit.SharedRateLimiter): the same sliding window as one daemon's in-memory
+limiter, one row per counted request. ``signet_rate_hit`` counts and admits in one call: it
+takes a transaction advisory lock on the key first, and each statement of a VOLATILE function
+reads a fresh snapshot, so two daemons admitting the same actor at once never both take the
+last slot. UNLOGGED: the hits need no crash safety or replication, and skip the WAL."""
+
+PG_ONLY = frozenset({31, 32, 35})
+"""Versions that exist on PostgreSQL only (31: several daemons; 32: the thread-context log;
+35: shared rate-limit counts):
 SQLite's next schema change takes the next free number, so one number still means one change
 on both engines (tests/pg/test_schema.py)."""
 
@@ -885,5 +919,7 @@ PG_MIGRATIONS: list[Migration] = [
     Migration(31, "multi_daemon", MULTI_DAEMON),
     Migration(32, "thread_keyword_log", THREAD_KEYWORD_LOG),
     Migration(33, "job_lease_owner", PG_LEASE_OWNER_SCHEMA),
+    Migration(34, "task_runner", PG_TASK_RUNNER_SCHEMA),
+    Migration(35, "shared_rate_limits", RATE_LIMIT_HITS),
 ]
 """The versions PostgreSQL records: 30 stands for SQLite's 1-30 (the same end state)."""

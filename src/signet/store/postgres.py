@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 import re
 import threading
-import uuid
+import zlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, Self, TypeVar
@@ -46,6 +46,8 @@ WriteFn = Callable[[Any], Any]
 _SAVEPOINT = re.compile(r"(?i)^\s*(SAVEPOINT|RELEASE(\s+SAVEPOINT)?|ROLLBACK\s+TO(\s+SAVEPOINT)?)\s+\w+\s*;?\s*$")
 """A write function's own savepoint statements: passed as written (sqlglot does not parse them)."""
 POOL_WAIT_S = 60.0
+EXCLUSIVE_CLASS = 0x5349474E
+"""The first key of every :meth:`PostgresDatabase.exclusive` lock ("SIGN")."""
 RETRY_STATES = frozenset({"40P01", "40001", "55P03"})
 """The errors of a write that lost a lock race and is run again (signet.store.group_writer)."""
 
@@ -173,10 +175,9 @@ class PostgresDatabase(GroupWriter):
         """The code of the storage problem the last failed group hit, until a write lands."""
         self.on_trouble: Callable[[str, str | None], None] | None = None
         self.on_migrate: Callable[[list[int]], None] | None = None
-        self.node = f"signet-{uuid.uuid4().hex[:12]}"
-        """This daemon's name on the server (every connection's ``application_name``): the change
-        feed (signet.store.pg_feed) skips the changes it wrote itself, and ``pg_stat_activity``
-        tells the daemons apart."""
+        # self.node (signet.store.group_writer) is every connection's ``application_name``:
+        # the change feed (signet.store.pg_feed) skips the changes it wrote itself, and
+        # ``pg_stat_activity`` tells the daemons apart, and which are alive (signet.store.liveness).
 
     def __repr__(self) -> str:
         return f"PostgresDatabase({self.target.shown!r})"
@@ -376,6 +377,45 @@ class PostgresDatabase(GroupWriter):
                         )
         finally:
             self._local.conn = None
+
+    def rate_hit(self, key: str, now: float, window_s: float, limit: int) -> float | None:
+        """Count a request of ``key`` at ``now`` if fewer than ``limit`` were counted in the
+        window before it: None when counted, else the time of the oldest counted request
+        (it leaves the window at that time + ``window_s``). The rate limits every daemon of the
+        store shares (migration 35, signet.auth.ratelimit): one autocommit call on a pooled
+        connection, outside the writer's group, so a limited request never waits for a write."""
+        with self._reader() as raw:
+            try:
+                row = raw.execute("SELECT signet_rate_hit(%s, %s, %s, %s)", (key, now, window_s, limit)).fetchone()
+            except psycopg.Error as exc:
+                raise pg_errors.translate(exc, self.target, raw) from exc
+        return None if row is None or row[0] is None else float(row[0])
+
+    def forget_rate_hits(self, before: float) -> int:
+        """Drop the hits counted before ``before`` (epoch seconds): keys no longer in use."""
+        with self._reader() as raw:
+            try:
+                return int(raw.execute("DELETE FROM signet_rate_hits WHERE ts < %s", (before,)).rowcount)
+            except psycopg.Error as exc:
+                raise pg_errors.translate(exc, self.target, raw) from exc
+
+    @contextmanager
+    def exclusive(self, name: str) -> Iterator[bool]:
+        """A session advisory lock on a connection of its own, closed at the end of the block
+        (which releases the lock; so does the server when this daemon dies): the pool's readers
+        are never held by a long sweep. Keys are ``(EXCLUSIVE_CLASS, crc32(name))``, a space
+        apart from the migration lock's single bigint key."""
+        crc = zlib.crc32(name.encode())
+        key = crc - (1 << 32) if crc >= 1 << 31 else crc  # PostgreSQL's int4 is signed
+        try:
+            raw = self._connect()
+        except psycopg.Error as exc:
+            raise pg_errors.translate(exc, self.target) from None
+        try:
+            row = raw.execute("SELECT pg_try_advisory_lock(%s, %s)", (EXCLUSIVE_CLASS, key)).fetchone()
+            yield bool(row and row[0])
+        finally:
+            raw.close()
 
     def snapshot(self) -> SnapshotConnection:
         """A new connection reading one snapshot (signet.memory.exporter); the caller closes it."""

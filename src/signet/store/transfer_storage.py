@@ -19,7 +19,7 @@ Not copied, because each engine builds its own (docs/team.md):
   memory's context: SQLite's triggers write it, PostgreSQL has no thread-context index yet), ``schema_migrations`` / ``schema_migrations_audit`` (each engine records its own
   migrations; both must be at the same schema version, checked before copying).
 - PostgreSQL only: the tables several daemons share (:data:`PG_SEVERAL_DAEMONS`: the change
-  feed's log, embedding claims, the shared token secret).
+  feed's log, embedding claims, the shared token secret, the rate limits' counts).
 
 The proof (:func:`table_digest`, the same code for both engines): per table, the row count
 and a SHA-256 over ``rowid`` and every copied column, rows ordered by ``rowid`` (an integer
@@ -48,10 +48,10 @@ from signet.store.sqlite import sqlite3
 
 log = logging.getLogger(__name__)
 
-PG_SEVERAL_DAEMONS = ("signet_changes", "signet_embedding_claims", "signet_auth_keys")
-"""PostgreSQL's own tables for several daemons (migration 31): the change feed's log and the
-embedding claims are about the daemons running now; the shared token secret stays with the
-database (a SQLite workspace signs with its own file)."""
+PG_SEVERAL_DAEMONS = ("signet_changes", "signet_embedding_claims", "signet_auth_keys", "signet_rate_hits")
+"""PostgreSQL's own tables for several daemons (migrations 31 and 35): the change feed's log,
+the embedding claims and the rate limits' counts are about the daemons running now; the shared
+token secret stays with the database (a SQLite workspace signs with its own file)."""
 
 BATCH_ROWS = 1000
 """Rows read from the source and written to the target at a time (progress advances per batch)."""

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from signet.store.backend import Dialect
+from signet.store.liveness import orphaned
 from signet.store.sqlite import Connection
 from signet.tasks.models import TaskRun
 
@@ -68,9 +70,10 @@ def delete_task(conn: Connection, task_id: str) -> bool:
     return bool(conn.execute("DELETE FROM tasks WHERE id = ?", (task_id,)).rowcount)
 
 
-def insert_run(conn: Connection, run: TaskRun, keep: int) -> None:
+def insert_run(conn: Connection, run: TaskRun, keep: int, runner: str | None = None) -> None:
+    """Record a run; ``runner`` is the store node of the daemon running it (a ``running`` run)."""
     conn.execute(
-        f"INSERT INTO task_runs({RUN_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
+        f"INSERT INTO task_runs({RUN_COLUMNS}, runner) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)",
         (
             run.id,
             run.task_id,
@@ -83,6 +86,7 @@ def insert_run(conn: Connection, run: TaskRun, keep: int) -> None:
             run.output,
             int(run.truncated),
             run.error,
+            runner,
         ),
     )
     conn.execute(
@@ -119,10 +123,37 @@ def runs_of(conn: Connection, task_id: str, limit: int, offset: int) -> tuple[li
     return [_run(r) for r in rows], total
 
 
-def interrupt_running(conn: Connection, at: str) -> int:
+INTERRUPTED = "status = 'interrupted', finished_at = ?, error = 'the daemon stopped before this run finished'"
+
+
+def interrupt_orphans(conn: Connection, at: str, me: str, dialect: Dialect) -> int:
+    """Mark as interrupted the runs left ``running`` by daemons that are gone (at start: this
+    one's previous run's; another live daemon's are left alone)."""
     cur = conn.execute(
-        "UPDATE task_runs SET status = 'interrupted', finished_at = ?, "
-        "error = 'the daemon stopped before this run finished' WHERE status = 'running'",
-        (at,),
+        f"UPDATE task_runs SET {INTERRUPTED} WHERE status = 'running' AND {orphaned(dialect, 'runner')}",
+        (at, me),
     )
     return int(cur.rowcount or 0)
+
+
+def interrupt_mine(conn: Connection, at: str, me: str) -> int:
+    """Mark as interrupted the runs this daemon left ``running`` (at stop)."""
+    cur = conn.execute(f"UPDATE task_runs SET {INTERRUPTED} WHERE status = 'running' AND runner = ?", (at, me))
+    return int(cur.rowcount or 0)
+
+
+def running_elsewhere(conn: Connection, task_id: str, me: str, dialect: Dialect) -> bool:
+    """Whether another live daemon is running this task now (several daemons on one store)."""
+    row = conn.execute(
+        f"SELECT 1 FROM task_runs WHERE task_id = ? AND status = 'running' AND runner <> ? "
+        f"AND NOT {orphaned(dialect, 'runner')} LIMIT 1",
+        (task_id, me, me),
+    ).fetchone()
+    return row is not None
+
+
+def advance(conn: Connection, task_id: str, due: str, nxt: str) -> bool:
+    """Move a task's next run from ``due`` to ``nxt``, only if it still says ``due``: of several
+    daemons finding the same run due, exactly one advances it and fires it."""
+    cur = conn.execute("UPDATE tasks SET next_run_at = ? WHERE id = ? AND next_run_at = ?", (nxt, task_id, due))
+    return bool(cur.rowcount)

@@ -9,6 +9,12 @@ When the daemon starts, fire times that passed while it was down are recorded as
 ``missed`` run per task (how many, from when to when), never run late and never silently
 dropped.
 
+Several daemons on one PostgreSQL store (docs/team.md) all run the scheduler: a due run is
+fired by the one daemon that moves the task's next run time on from it (a compare-and-set in
+the transaction that records the run), a run on one daemon keeps the others from starting the
+same task, and a daemon marks as interrupted only its own runs and those of daemons that are
+gone (each run records its daemon's store node; signet.store.liveness).
+
 A task may name secrets (signet.secrets): each run resolves them from the store when it starts
 (a secret deleted since is an ``error`` run, never a run without it) and gets them as
 environment variables; its output is redacted as it streams, with the secrets exec path's
@@ -25,7 +31,7 @@ import threading
 import uuid
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
-from datetime import UTC, datetime
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any, Literal
 
@@ -37,7 +43,7 @@ from signet.secrets.names import check_name
 from signet.secrets.redact import Redactor
 from signet.secrets.store import SecretStore
 from signet.secrets.streaming import StreamRedactor
-from signet.store.database import Database
+from signet.store.backend import StorageBackend
 from signet.tasks import rows
 from signet.tasks.models import HARNESS_COMMANDS, Task, TaskCreate, TaskPatch, TaskRun, TaskRunList
 from signet.tasks.stream import OutputHub
@@ -46,6 +52,9 @@ log = logging.getLogger(__name__)
 
 IDLE_WAKE_S = 60.0
 """The scheduler looks again at least this often (a clock change, a missed wake-up)."""
+MISSED_GRACE_S = 5.0
+"""On PostgreSQL, how long past due a run must be before a starting daemon reports it missed
+(a live daemon's scheduler fires a run within milliseconds of its time)."""
 
 
 def _now() -> datetime:
@@ -69,7 +78,7 @@ class _Active:
 
 class TaskService:
     def __init__(
-        self, db: Database, settings: TasksSettings, workspace_root: Path, store: SecretStore | None = None
+        self, db: StorageBackend, settings: TasksSettings, workspace_root: Path, store: SecretStore | None = None
     ) -> None:
         self.db = db
         self.settings = settings
@@ -91,8 +100,9 @@ class TaskService:
         self._stopping.clear()
         self._cancel.clear()
         at = _iso(_now())
-        if self.db.write(lambda c: rows.interrupt_running(c, at)):
-            log.warning("task runs were unfinished when the daemon last stopped; marked interrupted")
+        me, dialect = self.db.node, self.db.dialect
+        if self.db.write(lambda c: rows.interrupt_orphans(c, at, me, dialect)):
+            log.warning("task runs were unfinished when their daemon stopped; marked interrupted")
         self._report_missed()
         self._pool = ThreadPoolExecutor(max_workers=self.settings.max_concurrent, thread_name_prefix="task-run")
         if self.settings.enabled:
@@ -111,7 +121,8 @@ class TaskService:
         if pool is not None:
             pool.shutdown(wait=True, cancel_futures=True)  # running ones end as `cancelled`
             at = _iso(_now())
-            self.db.write(lambda c: rows.interrupt_running(c, at))  # queued ones never started
+            me = self.db.node
+            self.db.write(lambda c: rows.interrupt_mine(c, at, me))  # queued ones never started
         with self._lock:
             self._active.clear()
         self.hub.close()
@@ -231,9 +242,17 @@ class TaskService:
 
     def run_now(self, task_id: str) -> TaskRun:
         """Start a run of the task now; 409 while one is running."""
-        return self._fire(self._get(task_id), "manual", None)
+        run = self._fire(self._get(task_id), "manual", None)
+        assert run is not None  # only a scheduled firing can be another daemon's
+        return run
 
-    def _fire(self, task: dict[str, Any], trigger: Literal["schedule", "manual"], due: str | None) -> TaskRun:
+    def _fire(
+        self, task: dict[str, Any], trigger: Literal["schedule", "manual"], due: str | None, nxt: str | None = None
+    ) -> TaskRun | None:
+        """Record and start a run. A scheduled one (``nxt``: the task's next run time after
+        ``due``) is fired only by the daemon that advances the task from ``due`` to ``nxt``;
+        None when another daemon did. A task already running here or on another daemon gets
+        a ``skipped`` run (scheduled) or a 409 (manual)."""
         pool = self._pool
         if pool is None:
             raise SignetError("tasks are not running (the runtime is stopped)", code="daemon_unavailable")
@@ -252,26 +271,43 @@ class TaskService:
             error=None,
         )
         with self._lock:
-            busy = task["id"] in self._active
-            if not busy:
+            busy_here = task["id"] in self._active
+            if not busy_here:
                 self._active[task["id"]] = _Active(run)
-        if busy:
-            if trigger == "manual":
-                raise Conflict(f"task {task['name']!r} is already running; runs of one task never overlap")
-            skipped = run.model_copy(
-                update={"status": "skipped", "finished_at": now, "error": "the previous run was still running"}
-            )
-            self.db.write(lambda c: rows.insert_run(c, skipped, self.settings.keep_runs))
-            return skipped
+        if busy_here and trigger == "manual":
+            raise Conflict(f"task {task['name']!r} is already running; runs of one task never overlap")
+        me, dialect, keep = self.db.node, self.db.dialect, self.settings.keep_runs
+
+        def record(c: Any) -> TaskRun | None:
+            if nxt is not None and due is not None and not rows.advance(c, task["id"], due, nxt):
+                return None
+            if busy_here or rows.running_elsewhere(c, task["id"], me, dialect):
+                if trigger == "manual":
+                    raise Conflict(
+                        f"task {task['name']!r} is already running on another daemon; runs of one task never overlap"
+                    )
+                skipped = run.model_copy(
+                    update={"status": "skipped", "finished_at": now, "error": "the previous run was still running"}
+                )
+                rows.insert_run(c, skipped, keep)
+                return skipped
+            rows.insert_run(c, run, keep, runner=me)
+            return run
+
         try:
-            self.db.write(lambda c: rows.insert_run(c, run, self.settings.keep_runs))
-            self.hub.publish(task["id"], "run", {"run_id": run.id, "trigger": trigger, "started_at": now})
-            pool.submit(self._execute, task, run)
+            recorded = self.db.write(record)
+            if recorded is run:
+                self.hub.publish(task["id"], "run", {"run_id": run.id, "trigger": trigger, "started_at": now})
+                pool.submit(self._execute, task, run)
         except BaseException:
+            if not busy_here:
+                with self._lock:
+                    self._active.pop(task["id"], None)
+            raise
+        if recorded is not run and not busy_here:
             with self._lock:
                 self._active.pop(task["id"], None)
-            raise
-        return run
+        return recorded
 
     def _on_output(self, task_id: str, stream: str, chunk: bytes, *, last: bool = False) -> None:
         """Keep and publish a chunk of output, its secrets masked first (``last``: the stream
@@ -364,11 +400,14 @@ class TaskService:
 
     def _report_missed(self) -> None:
         now = _now()
+        # On PostgreSQL another daemon may be about to fire a run that just came due: only a
+        # fire time older than its scheduler's reach is missed (SQLite: this is the only daemon).
+        cutoff = now - timedelta(seconds=MISSED_GRACE_S) if self.db.dialect == "postgres" else now
         for task in self.db.read(rows.all_tasks):
             if not task["enabled"] or task["next_run_at"] is None:
                 continue
             due = datetime.fromisoformat(task["next_run_at"])
-            if due > now:
+            if due > cutoff:
                 continue
             try:
                 schedule = parse(task["schedule"])
@@ -392,12 +431,20 @@ class TaskService:
             )
             nxt = _iso(schedule.next_after(now))
 
-            def record(c: Any, task_id: str = task["id"], missed: TaskRun = missed, nxt: str = nxt) -> None:
+            def record(
+                c: Any,
+                task_id: str = task["id"],
+                due: str = task["next_run_at"],
+                missed: TaskRun = missed,
+                nxt: str = nxt,
+            ) -> bool:
+                if not rows.advance(c, task_id, due, nxt):
+                    return False  # another daemon on the store reported (or ran) it
                 rows.insert_run(c, missed, self.settings.keep_runs)
-                rows.update_task(c, task_id, {"next_run_at": nxt})
+                return True
 
-            self.db.write(record)
-            log.warning("task %s: %s", task["name"], missed.error)
+            if self.db.write(record):
+                log.warning("task %s: %s", task["name"], missed.error)
 
     def _loop(self) -> None:
         while not self._stopping.is_set():
@@ -425,11 +472,8 @@ class TaskService:
                 except InvalidRequest as exc:  # saved under other rules: said once per tick, never run
                     log.error("task %s has a schedule this version cannot read: %s", task["id"], exc.message)
                     continue
-                self._fire(task, "schedule", task["next_run_at"])
                 nxt = schedule.next_after(max(due, now))
-                fields = {"next_run_at": _iso(nxt)}
-                task_id = task["id"]
-                self.db.write(lambda c: rows.update_task(c, task_id, fields))  # noqa: B023 (runs before the loop moves on)
+                self._fire(task, "schedule", task["next_run_at"], _iso(nxt))  # None: another daemon fired it
                 due = nxt
             soonest = min(soonest, (due - now).total_seconds())
         return max(0.01, soonest)

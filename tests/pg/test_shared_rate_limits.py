@@ -62,6 +62,9 @@ def test_concurrent_checks_on_two_stores_admit_exactly_the_limit(stores: Callabl
     assert set(results) - {0} == {60}  # the oldest hit (t=5000) leaves the window at 5060
     assert limiters[0].check("bob", "remember") == 0  # another actor has its own window
     assert limiters[1].check("alice", "recall") == 0  # and another operation
+    for hostile in ("a\x00b", "x'; DROP TABLE memories; --", "\ud800", "é" * 200):  # any actor a token can name
+        assert limiters[0].check(hostile, "remember") == 0
+        assert limiters[1].check(hostile, "remember") == 0
 
 
 def test_two_daemons_refuse_the_n_plus_one_th_request_together(

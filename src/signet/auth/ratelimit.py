@@ -3,6 +3,7 @@ for several daemons sharing a PostgreSQL database (docs/team.md)."""
 
 from __future__ import annotations
 
+import hashlib
 import math
 import threading
 import time
@@ -51,6 +52,12 @@ class HitCounter(Protocol):
     def forget_rate_hits(self, before: float) -> int: ...
 
 
+def _key(actor: str, operation: str) -> str:
+    """The stored key: a digest, so any actor a token or header can name (NUL, a lone
+    surrogate from a token's JSON, 200 characters) is a fixed, valid text value."""
+    return hashlib.sha256(f"{actor}:{operation}".encode("utf-8", "surrogatepass")).hexdigest()
+
+
 PRUNE_EVERY = 1000
 """Checks between two deletes of idle keys' hits (per daemon)."""
 PRUNE_AGE_S = 86_400.0
@@ -76,7 +83,7 @@ class SharedRateLimiter:
         """0 when allowed (and counted); otherwise the whole seconds until a slot frees."""
         now = self.clock()
         window = self.settings.window_s
-        oldest = self.store.rate_hit(f"{actor}:{operation}", now, window, self.limit_for(operation))
+        oldest = self.store.rate_hit(_key(actor, operation), now, window, self.limit_for(operation))
         with self._lock:
             self._checks += 1
             prune = self._checks % PRUNE_EVERY == 0

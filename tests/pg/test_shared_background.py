@@ -12,10 +12,8 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
-
-import pytest
 
 from signet.config import RetentionSettings
 from signet.memory.retention import RetentionWorker
@@ -23,23 +21,7 @@ from signet.runtime import Runtime
 from signet.store.pg_url import resolve
 from signet.store.postgres import PostgresDatabase
 from signet.workspace import Workspace
-
-NO_PASSWORD = "env:SIGNET_TEST_NO_SUCH_VAR"
-
-
-@pytest.fixture
-def stores(pg_url: str) -> Iterator[Callable[[], PostgresDatabase]]:
-    """A factory of open stores on one database: each one daemon's."""
-    made: list[PostgresDatabase] = []
-
-    def make() -> PostgresDatabase:
-        db = PostgresDatabase(resolve(pg_url, NO_PASSWORD)).open()
-        made.append(db)
-        return db
-
-    yield make
-    for db in made:
-        db.close()
+from tests.pg.conftest import NO_PASSWORD
 
 
 def test_one_daemon_at_a_time_and_never_waiting(stores: Callable[[], PostgresDatabase]) -> None:

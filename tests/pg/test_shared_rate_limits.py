@@ -8,9 +8,8 @@ the same key from many threads on two stores admit exactly the limit.
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 
-import pytest
 from fastapi.testclient import TestClient
 
 from signet.auth.ratelimit import SharedRateLimiter
@@ -22,22 +21,7 @@ from signet.store.postgres import PostgresDatabase
 from signet.workspace import Workspace
 from tests.auth.conftest import bearer, configure, token_for
 from tests.conftest import start_runtime
-
-NO_PASSWORD = "env:SIGNET_TEST_NO_SUCH_VAR"
-
-
-@pytest.fixture
-def stores(pg_url: str) -> Iterator[Callable[[], PostgresDatabase]]:
-    made: list[PostgresDatabase] = []
-
-    def make() -> PostgresDatabase:
-        db = PostgresDatabase(resolve(pg_url, NO_PASSWORD)).open()
-        made.append(db)
-        return db
-
-    yield make
-    for db in made:
-        db.close()
+from tests.pg.conftest import NO_PASSWORD
 
 
 def test_concurrent_checks_on_two_stores_admit_exactly_the_limit(stores: Callable[[], PostgresDatabase]) -> None:

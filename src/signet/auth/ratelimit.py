@@ -14,15 +14,24 @@ from typing import Protocol, runtime_checkable
 from signet.config import RateLimitSettings
 
 
-class RateLimiter:
-    def __init__(self, settings: RateLimitSettings, clock: Callable[[], float] = time.monotonic) -> None:
+class _Limits:
+    """What both limiters share: the settings, their clock (a test moves it) and a lock."""
+
+    def __init__(self, settings: RateLimitSettings, clock: Callable[[], float]) -> None:
         self.settings = settings
         self.clock = clock
-        self._hits: dict[str, deque[float]] = {}
         self._lock = threading.Lock()
 
     def limit_for(self, operation: str) -> int:
         return self.settings.operations.get(operation, self.settings.default)
+
+
+class RateLimiter(_Limits):
+    """One daemon's sliding window per key, in memory."""
+
+    def __init__(self, settings: RateLimitSettings, clock: Callable[[], float] = time.monotonic) -> None:
+        super().__init__(settings, clock)
+        self._hits: dict[str, deque[float]] = {}
 
     def check(self, actor: str, operation: str) -> int:
         """0 when allowed (and counted); otherwise the whole seconds until a slot frees."""
@@ -64,20 +73,15 @@ PRUNE_AGE_S = 86_400.0
 """Hits older than the longest window a daemon may be configured with (``windowSeconds``)."""
 
 
-class SharedRateLimiter:
+class SharedRateLimiter(_Limits):
     """The same sliding-window limits as :class:`RateLimiter`, counted in the store, so N
     daemons behind one proxy allow an actor the limit, not N times it. One call per limited
     request (signet.store.postgres.PostgresDatabase.rate_hit counts and admits atomically)."""
 
     def __init__(self, settings: RateLimitSettings, store: HitCounter, clock: Callable[[], float] = time.time) -> None:
-        self.settings = settings
+        super().__init__(settings, clock)
         self.store = store
-        self.clock = clock
         self._checks = 0
-        self._lock = threading.Lock()
-
-    def limit_for(self, operation: str) -> int:
-        return self.settings.operations.get(operation, self.settings.default)
 
     def check(self, actor: str, operation: str) -> int:
         """0 when allowed (and counted); otherwise the whole seconds until a slot frees."""

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import sqlite3
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime, timedelta
@@ -19,6 +18,7 @@ from fastapi.testclient import TestClient
 from signet.continuity import artifacts, synthesis
 from signet.hooks.transcripts import transcript_file, write_transcript
 from signet.runtime import Runtime
+from signet.store.database import connect
 from signet.workspace import Workspace
 from tests.conftest import DaemonProcess, free_port, write_config
 from tests.continuity.conftest import SUMMARY, SYNTHESIS, end_session, summary_status, wait_for
@@ -315,7 +315,7 @@ def test_hostile_input(continuity_ws: Callable[..., Workspace], open_app: OpenAp
 @pytest.mark.sqlite_only("reads sqlite_master and schema_migrations from the workspace's SQLite file")
 def test_migration_and_tables_open_on_an_existing_database(workspace: Workspace, runtime: Runtime) -> None:
     """The schema is there for a store made before this migration (it ran on start)."""
-    db = sqlite3.connect(workspace.database_path(runtime.settings))
+    db = connect(workspace.database_path(runtime.settings), readonly=True)  # the runtime's own SQLite library
     try:
         names = {r[0] for r in db.execute("SELECT name FROM sqlite_master WHERE type = 'table'")}
         versions = {r[0] for r in db.execute("SELECT version FROM schema_migrations")}

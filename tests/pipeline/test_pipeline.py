@@ -580,7 +580,10 @@ def test_transcript_jobs_and_llm_handoff(pipeline_rt: Make, fake_llm: FakeLLM) -
 def test_no_llm_call_runs_while_the_write_lock_is_held(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
     """During every LLM call another connection can take the write lock at once: no write
     transaction is open around a model call."""
-    import sqlite3
+    # The runtime's own SQLite library: a second copy of SQLite in one process (the standard
+    # library's) closing a connection drops the other's POSIX locks on the file and can truncate
+    # the -shm file it has mapped (a SIGBUS was seen in CI from such a test).
+    from signet.store.sqlite import sqlite3
 
     rt, api = pipeline_rt("ollama", embedding="none")
     remember(api, "Alice Moreau leads the payments team at Acme")

@@ -904,7 +904,8 @@ $fn$;
 """PostgreSQL migration 35: the rate limits' hits, shared by every daemon of the store
 (signet.auth.ratelimit.SharedRateLimiter): the same sliding window as one daemon's in-memory
 limiter, one row per counted request. ``signet_rate_hit`` counts and admits in one call: it
-takes a transaction advisory lock on the key first, and each statement of a VOLATILE function
+takes a transaction advisory lock on the key first (class 1397311311 = 0x5349474F, one above
+signet.store.postgres.EXCLUSIVE_CLASS), and each statement of a VOLATILE function
 reads a fresh snapshot, so two daemons admitting the same actor at once never both take the
 last slot. UNLOGGED: the hits need no crash safety or replication, and skip the WAL."""
 

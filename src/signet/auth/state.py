@@ -60,7 +60,7 @@ class AuthState:
         self.roster = Roster(settings)
         self.limiter: RateLimiter | SharedRateLimiter = (
             SharedRateLimiter(settings.auth.rate_limits, db)  # every daemon of the store counts together
-            if isinstance(db, HitCounter) and db.dialect == "postgres"
+            if isinstance(db, HitCounter)  # PostgreSQL's store: SQLite's has one daemon
             else RateLimiter(settings.auth.rate_limits)
         )
         self._secret: bytes | None = None

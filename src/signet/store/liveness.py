@@ -16,14 +16,14 @@ starting daemon marks its neighbour's running work as interrupted. Each store pr
 
 from __future__ import annotations
 
-from signet.store.backend import Dialect
+from typing import Any
 
 
-def orphaned(dialect: Dialect, column: str) -> str:
-    """A condition true when ``column`` names no live process of the store (or is NULL: a row
-    written before the column existed). It takes one parameter: the caller's own node, which
-    is never an orphan."""
-    if dialect == "postgres":
+def orphaned(conn: Any, column: str) -> str:
+    """A condition, for ``conn``'s engine, true when ``column`` names no live process of the
+    store (or is NULL: a row written before the column existed). It takes one parameter: the
+    caller's own node, which is never an orphan."""
+    if getattr(conn, "dialect", "sqlite") == "postgres":
         return (
             f"({column} IS NULL OR ({column} <> ? AND {column} NOT IN "
             "(SELECT application_name FROM pg_stat_activity WHERE application_name IS NOT NULL)))"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from signet.store.backend import Dialect
 from signet.store.liveness import orphaned
 from signet.store.sqlite import Connection
 from signet.tasks.models import TaskRun
@@ -126,11 +125,11 @@ def runs_of(conn: Connection, task_id: str, limit: int, offset: int) -> tuple[li
 INTERRUPTED = "status = 'interrupted', finished_at = ?, error = 'the daemon stopped before this run finished'"
 
 
-def interrupt_orphans(conn: Connection, at: str, me: str, dialect: Dialect) -> int:
+def interrupt_orphans(conn: Connection, at: str, me: str) -> int:
     """Mark as interrupted the runs left ``running`` by daemons that are gone (at start: this
     one's previous run's; another live daemon's are left alone)."""
     cur = conn.execute(
-        f"UPDATE task_runs SET {INTERRUPTED} WHERE status = 'running' AND {orphaned(dialect, 'runner')}",
+        f"UPDATE task_runs SET {INTERRUPTED} WHERE status = 'running' AND {orphaned(conn, 'runner')}",
         (at, me),
     )
     return int(cur.rowcount or 0)
@@ -142,11 +141,11 @@ def interrupt_mine(conn: Connection, at: str, me: str) -> int:
     return int(cur.rowcount or 0)
 
 
-def running_elsewhere(conn: Connection, task_id: str, me: str, dialect: Dialect) -> bool:
+def running_elsewhere(conn: Connection, task_id: str, me: str) -> bool:
     """Whether another live daemon is running this task now (several daemons on one store)."""
     row = conn.execute(
         f"SELECT 1 FROM task_runs WHERE task_id = ? AND status = 'running' AND runner <> ? "
-        f"AND NOT {orphaned(dialect, 'runner')} LIMIT 1",
+        f"AND NOT {orphaned(conn, 'runner')} LIMIT 1",
         (task_id, me, me),
     ).fetchone()
     return row is not None

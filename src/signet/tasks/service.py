@@ -100,8 +100,8 @@ class TaskService:
         self._stopping.clear()
         self._cancel.clear()
         at = _iso(_now())
-        me, dialect = self.db.node, self.db.dialect
-        if self.db.write(lambda c: rows.interrupt_orphans(c, at, me, dialect)):
+        me = self.db.node
+        if self.db.write(lambda c: rows.interrupt_orphans(c, at, me)):
             log.warning("task runs were unfinished when their daemon stopped; marked interrupted")
         self._report_missed()
         self._pool = ThreadPoolExecutor(max_workers=self.settings.max_concurrent, thread_name_prefix="task-run")
@@ -276,12 +276,12 @@ class TaskService:
                 self._active[task["id"]] = _Active(run)
         if busy_here and trigger == "manual":
             raise Conflict(f"task {task['name']!r} is already running; runs of one task never overlap")
-        me, dialect, keep = self.db.node, self.db.dialect, self.settings.keep_runs
+        me, keep = self.db.node, self.settings.keep_runs
 
         def record(c: Any) -> TaskRun | None:
             if nxt is not None and due is not None and not rows.advance(c, task["id"], due, nxt):
                 return None
-            if busy_here or rows.running_elsewhere(c, task["id"], me, dialect):
+            if busy_here or rows.running_elsewhere(c, task["id"], me):
                 if trigger == "manual":
                     raise Conflict(
                         f"task {task['name']!r} is already running on another daemon; runs of one task never overlap"

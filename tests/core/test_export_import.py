@@ -19,6 +19,7 @@ from signet.daemon.app import create_app
 from signet.ingest.memory_files import chunk_markdown, detect_kind
 from signet.memory.export_format import MAX_LINE_BYTES, MEMORY_COLUMNS
 from signet.models import RememberRequest
+from signet.store import entity_links
 from signet.store.sqlite import Connection
 from signet.workspace import Workspace
 from tests.conftest import DaemonProcess, start_runtime
@@ -67,11 +68,7 @@ def add_graph(conn: Connection, memory_ids: list[str]) -> None:
         (NOW, NOW),
     )
     for mid, eid in ((memory_ids[0], "e-alice"), (memory_ids[1], "e-hermes"), (memory_ids[1], "e-alice")):
-        conn.execute(
-            "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
-            " VALUES (?, ?, ?, 0.8, ?)",
-            (mid, eid, eid[2:], NOW),
-        )
+        assert entity_links.link(conn, mid, eid, eid[2:], 0.8, NOW) == 1
 
 
 def populate(ws: Workspace) -> None:
@@ -116,7 +113,7 @@ def test_every_memory_column_is_exported(make_workspace: Callable[..., Workspace
     assert set(MEMORY_COLUMNS) == columns("memories") - {"seq", "normalized_content"}
     from signet.memory import export_format as f
 
-    assert set(f.EntityLine.model_fields) - {"kind"} == columns("entities")
+    assert set(f.EntityLine.model_fields) - {"kind"} == columns("entities") - {"rowid"}  # the links' key
     assert set(f.RelationLine.model_fields) - {"kind"} == columns("relations")
     assert set(f.HistoryRow.model_fields) == columns("memory_history") - {"memory_id"}
     assert set(f.MentionRow.model_fields) == columns("memory_entity_mentions") - {"memory_id"}

@@ -132,9 +132,10 @@ def orphaned_rows(conn: Any, ids: list[str]) -> None:
         " VALUES ('orphan-entity', 'Nobody', 'nobody', 1, 'default', ?, ?)",
         (now, now),
     )
-    conn.execute(
-        "INSERT INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, 'orphan-entity', ?)",
-        (gone, now),
+    conn.execute(  # a link whose memory is gone: its seq is past every memory's
+        "INSERT INTO memory_entity_links(memory_seq, entity_rowid, created_at)"
+        " SELECT (SELECT COALESCE(MAX(seq), 0) + 1000 FROM memories), rowid, ? FROM entities WHERE id = 'orphan-entity'",
+        (now,),
     )
     conn.execute(
         "INSERT INTO hook_injections(session_key, memory_id, turn, event, injected_at) VALUES ('s1', ?, 1, 'prompt', ?)",

@@ -13,6 +13,7 @@ from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
 from signet.runtime import Runtime
+from signet.store import entity_links
 from signet.store import thread_context as context
 from signet.workspace import Workspace
 from tests.conftest import start_runtime
@@ -40,9 +41,7 @@ def test_sweep_purges_expired_tombstones_and_their_links(api: TestClient, runtim
             (now, now),
         )
         for mid, eid in ((old, "e1"), (live, "e1"), (old, "e2")):
-            conn.execute(
-                "INSERT INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, ?, ?)", (mid, eid, now)
-            )
+            assert entity_links.link(conn, mid, eid, None, None, now) == 1
 
     runtime.db.write(graph)
     for mid in (old, fresh):

@@ -140,19 +140,19 @@ def test_reads_cannot_write(pg: PostgresDatabase) -> None:
 
 
 def test_sqlite_upserts_behave_the_same(pg: PostgresDatabase) -> None:
-    sql = "INSERT OR IGNORE INTO memory_entity_mentions(memory_id, entity_id, created_at) VALUES (?, ?, ?)"
+    sql = "INSERT OR IGNORE INTO memory_entity_links(memory_seq, entity_rowid, created_at) VALUES (?, ?, ?)"
 
     def entity(conn: Any) -> None:
-        conn.execute(
+        rowid = conn.execute(
             "INSERT INTO entities(id, name, canonical_name, agent_id, created_at, updated_at)"
-            " VALUES ('e1', 'Cat', 'cat', 'default', ?, ?)",
+            " VALUES ('e1', 'Cat', 'cat', 'default', ?, ?) RETURNING rowid",
             (NOW, NOW),
-        )
-        conn.execute(sql, ("m1", "e1", NOW))
-        conn.execute(sql, ("m1", "e1", "later"))  # ignored, as in SQLite
+        ).fetchone()[0]
+        conn.execute(sql, (1, rowid, NOW))
+        conn.execute(sql, (1, rowid, "later"))  # ignored, as in SQLite
 
     pg.write(entity)
-    assert pg.read(lambda c: c.execute("SELECT created_at FROM memory_entity_mentions").fetchall()) == [(NOW,)]
+    assert pg.read(lambda c: c.execute("SELECT created_at FROM memory_entity_links").fetchall()) == [(NOW,)]
     replace = "INSERT OR REPLACE INTO schema_migrations_audit(id, version, name, duration_ms, applied_at) VALUES (?, ?, ?, ?, ?)"
     pg.write(lambda c: c.execute(replace, (1, 99, "first", 1.0, NOW)))
     pg.write(lambda c: c.execute(replace, (1, 99, "second", 2.0, NOW)))

@@ -106,3 +106,48 @@ def test_the_gin_index_is_used(pg_url: str) -> None:
             ).fetchall()
         )
     assert "idx_memories_fts" in plan
+
+
+def test_migration_36_moves_the_links_to_integer_keys(pg_url: str) -> None:
+    """A PostgreSQL store at 35 with mention rows reads the same links through the view after
+    36, stores no copy of a name or time it can read back, and drops a link to a missing memory."""
+    from signet.store import pg_migrations
+
+    with psycopg.connect(pg_url, autocommit=True) as conn:
+        pg_migrations.migrate(conn, [m for m in pg_schema.PG_MIGRATIONS if m.version <= 35])
+        for mid, created in (("m1", NOW), ("m2", "2026-02-01T00:00:00+00:00")):
+            conn.execute(
+                "INSERT INTO memories(id, content, content_hash, normalized_content, created_at, updated_at)"
+                " VALUES (%s, 'x', %s, '', %s, %s)",
+                (mid, mid, created, created),
+            )
+        for eid, name in (("e1", "Alice"), ("e2", "Lisbon")):
+            conn.execute(
+                "INSERT INTO entities(id, name, canonical_name, created_at, updated_at) VALUES (%s, %s, %s, %s, %s)",
+                (eid, name, name.lower(), NOW, NOW),
+            )
+        rows = [
+            ("m1", "e1", "Alice", 0.6, NOW),
+            ("m1", "e2", "lisbon", 1.0, NOW),
+            ("m2", "e1", "Alice", None, NOW),
+            ("gone", "e2", "Lisbon", 0.5, NOW),
+        ]
+        for row in rows:
+            conn.execute(
+                "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
+                " VALUES (%s, %s, %s, %s, %s)",
+                row,
+            )
+        assert pg_migrations.migrate(conn) == [36]
+        got = set(
+            conn.execute(
+                "SELECT memory_id, entity_id, mention_text, confidence, created_at FROM memory_entity_mentions"
+            ).fetchall()
+        )
+        assert got == set(rows[:3])
+        stored = conn.execute(
+            "SELECT COUNT(*), COUNT(mention_text), COUNT(created_at) FROM memory_entity_links"
+        ).fetchone()
+        assert stored == (3, 1, 1)  # "lisbon" (another spelling) and m2's earlier link time are kept
+        conn.execute("DELETE FROM entities WHERE id = 'e1'")
+        assert conn.execute("SELECT COUNT(*) FROM memory_entity_links").fetchone()[0] == 1

@@ -92,7 +92,7 @@ def test_migration_11_splits_entities_two_agents_shared(tmp_path: Path) -> None:
         (str(uuid.uuid4()), alice, lisbon, NOW, NOW),
     )
     for mid in (a, b):
-        conn.execute(
+        conn.execute(  # the table of versions before 36
             "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, created_at)"
             " VALUES (?, ?, 'Alice', ?)",
             (mid, alice, NOW),

@@ -65,9 +65,10 @@ def seed_knowledge(db_path: Path, agent_id: str = "default") -> dict[str, int]:
                     )
                 conn.execute("UPDATE entities SET mentions = mentions + 1 WHERE id = ?", (eid,))
                 conn.execute(
-                    "INSERT OR IGNORE INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence,"
-                    " created_at) VALUES (?, ?, ?, 1.0, ?)",
-                    (mid, eid, name, now),
+                    "INSERT OR IGNORE INTO memory_entity_links(memory_seq, entity_rowid, mention_text, confidence,"
+                    " created_at) SELECT m.seq, e.rowid, ?, 1.0, ? FROM memories m, entities e"
+                    " WHERE m.id = ? AND e.id = ?",
+                    (name, now, mid, eid),
                 )
                 n = seen.get(canon, 0)
                 seen[canon] = n + 1

@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 
 from signet.knowledge.claims import Claim, EntityFacts, Knowledge
 from signet.search.names import canonical
+from signet.store import entity_links
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -215,11 +216,7 @@ def write(
                     (entity_id, agent_id, alias, canonical(alias), now),
                 )
         if source_memory_id is not None:
-            conn.execute(
-                "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
-                " VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id, entity_id) DO NOTHING",
-                (source_memory_id, entity_id, ent.name, 1.0, now),
-            )
+            entity_links.link(conn, source_memory_id, entity_id, ent.name, 1.0, now)
         for asp in ent.aspects:
             conf = max((c.confidence for c in asp.attributes), default=0.5)
             aspect_id = _aspect(conn, entity_id, agent_id, asp.name, conf, now)

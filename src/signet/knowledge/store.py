@@ -13,6 +13,7 @@ from __future__ import annotations
 import uuid
 
 from signet.knowledge.extract import Mention
+from signet.store import entity_links
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -37,15 +38,23 @@ def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Menti
     memory to all of them; returns the number of links written.
 
     Plain per-mention statements (cached by the driver): one JSON array expanded by
-    ``json_each`` was measured slower (the planner walked the agent's entities for each row)."""
+    ``json_each`` was measured slower (the planner walked the agent's entities for each row).
+    The links are written by their integer keys (signet.store.entity_links): the memory's
+    ``seq`` is read once, each entity's ``rowid`` comes back from its upsert."""
+    if not mentions:
+        return 0
+    row = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
+    if row is None:
+        return 0
+    seq = int(row[0])
     now = now_iso()
     links = 0
     for m in mentions:
-        eid, count = conn.execute(
+        rowid, eid, count, name = conn.execute(
             "INSERT INTO entities(id, name, entity_type, canonical_name, mentions, agent_id, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT(agent_id, canonical_name) DO UPDATE"
             " SET mentions = mentions + 1, entity_type = COALESCE(entities.entity_type, excluded.entity_type),"
-            " updated_at = excluded.updated_at RETURNING id, mentions",
+            " updated_at = excluded.updated_at RETURNING rowid, id, mentions, name",
             (str(uuid.uuid4()), m.text, m.kind, m.canonical, agent_id, now, now),
         ).fetchone()
         if count == 1:
@@ -55,16 +64,12 @@ def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Menti
                 " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                 (str(uuid.uuid4()), eid, agent_id, aspect, aspect, DETERMINISTIC_CONFIDENCE, now, now),
             )
-        cur = conn.execute(
-            "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
-            " VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id, entity_id) DO NOTHING",
-            (memory_id, eid, m.text, DETERMINISTIC_CONFIDENCE, now),
-        )
-        links += max(cur.rowcount, 0)
+        text = None if m.text == name else m.text
+        links += entity_links.link_keys(conn, seq, int(rowid), text, DETERMINISTIC_CONFIDENCE)
     return links
 
 
 def forget_memory(conn: Connection, memory_id: str) -> None:
     """A hard-deleted memory's knowledge: its mention links and the attributes it was the source of."""
-    conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
+    entity_links.unlink(conn, [memory_id])
     conn.execute("DELETE FROM entity_attributes WHERE source_memory_id = ?", (memory_id,))

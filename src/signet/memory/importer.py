@@ -42,7 +42,7 @@ from signet.memory.export_format import (
     RetirementLine,
 )
 from signet.search.vectors import VectorIndex
-from signet.store import lifecycle
+from signet.store import entity_links, lifecycle
 from signet.store.database import Database
 from signet.store.records import now_iso, record_history
 from signet.store.sqlite import Connection, sqlite3
@@ -298,12 +298,9 @@ class Importer:
             report.history_added += max(cur.rowcount, 0)
         for mention in line.mentions:
             entity = self._resolve(conn, mention.entity_id, known, lineno, "a mention")
-            cur = conn.execute(
-                "INSERT OR IGNORE INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence,"
-                " created_at) VALUES (?, ?, ?, ?, ?)",
-                (m.id, entity, mention.mention_text, mention.confidence, mention.created_at),
+            report.mentions_added += entity_links.link(
+                conn, m.id, entity, mention.mention_text, mention.confidence, mention.created_at
             )
-            report.mentions_added += max(cur.rowcount, 0)
         if vec is not None and live and self.index.dimensions in (None, vec.shape[0]):
             memory_id, project, created = m.id, m.project, m.created_at
             self.db.after_commit(lambda: self.index.upsert(memory_id, vec, project, created))

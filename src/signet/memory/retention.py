@@ -27,7 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from signet.config import RetentionSettings
 from signet.search.keyword_mirror import LOG_KEEP
-from signet.store import space
+from signet.store import entity_links, space
 from signet.store.database import Database
 from signet.store.records import to_iso
 from signet.store.sqlite import Connection
@@ -93,7 +93,7 @@ class RetentionWorker:
                         ids,
                     )
                 )
-                links = conn.execute(f"DELETE FROM memory_entity_mentions WHERE memory_id IN ({marks})", ids).rowcount
+                links = entity_links.unlink(conn, ids)
                 conn.execute(f"DELETE FROM entity_attributes WHERE source_memory_id IN ({marks})", ids)  # knowledge
                 orphans = 0
                 for entity_id, n in per_entity:

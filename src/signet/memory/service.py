@@ -74,7 +74,7 @@ from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.traversal import graph_state
 from signet.search.vectors import VectorIndex
-from signet.store import lifecycle, space
+from signet.store import entity_links, lifecycle, space
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.ids import complete_id
@@ -1157,7 +1157,7 @@ class MemoryService:
                 actor_type=actor_type,
                 metadata={"hard": True, "version": row["version"], **(note or {})},
             )
-            conn.execute("DELETE FROM memory_entity_mentions WHERE memory_id = ?", (memory_id,))
+            entity_links.unlink(conn, [memory_id])
             conn.execute("DELETE FROM entity_attributes WHERE source_memory_id = ?", (memory_id,))  # signet.knowledge
             conn.execute("DELETE FROM memories WHERE id = ?", (memory_id,))
             conn.execute(

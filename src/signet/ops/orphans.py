@@ -5,8 +5,9 @@ hard delete (``force``) removes its graph links and vector. What is left behind 
 versions, crashes between steps, or hard deletes (their injection log, ratings and jobs):
 
 - ``embeddings`` whose ``content_hash`` no memory has (vectors are shared by content hash);
-- ``memory_entity_mentions`` of missing memories (the entity's ``mentions`` count still
-  includes them: it is decremented, and an entity left with none is removed, as the sweep does);
+- ``memory_entity_links`` of missing memories (the entity's ``mentions`` count still
+  includes them: it is decremented, and an entity left with none is removed, as the sweep does;
+  the ``memory_entity_mentions`` view no longer shows them);
 - ``memory_jobs`` of missing memories, except one leased right now (its worker completes it
   as "source memory is gone");
 - ``hook_injections`` (the per-session "already injected" log) and ``agent_feedback``
@@ -26,7 +27,7 @@ _MISSING_ID = "NOT EXISTS (SELECT 1 FROM memories m WHERE m.id = {t}.memory_id)"
 
 KINDS: dict[str, str] = {
     "embeddings": "FROM embeddings t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.content_hash = t.content_hash)",
-    "graph_mentions": "FROM memory_entity_mentions t WHERE " + _MISSING_ID.format(t="t"),
+    "graph_mentions": "FROM memory_entity_links t WHERE NOT EXISTS (SELECT 1 FROM memories m WHERE m.seq = t.memory_seq)",
     "jobs": "FROM memory_jobs t WHERE t.memory_id IS NOT NULL AND t.status != 'leased' AND "
     + _MISSING_ID.format(t="t"),
     "hook_injections": "FROM hook_injections t WHERE " + _MISSING_ID.format(t="t"),
@@ -48,20 +49,20 @@ def clean(conn: Connection, batch: int = BATCH) -> dict[str, int]:
     returns what was removed by kind, plus ``entities``: entities left with no mention."""
     removed: dict[str, int] = {}
     # Graph links first: the entity counts they hold are given back, as the retention sweep does.
-    links = conn.execute(f"SELECT t.memory_id, t.entity_id {KINDS['graph_mentions']} LIMIT ?", (batch,)).fetchall()
-    per_entity: dict[str, int] = {}
-    for r in links:
+    links = conn.execute(f"SELECT t.memory_seq, t.entity_rowid {KINDS['graph_mentions']} LIMIT ?", (batch,)).fetchall()
+    per_entity: dict[int, int] = {}
+    for memory_seq, entity_rowid in links:
         conn.execute(
-            "DELETE FROM memory_entity_mentions WHERE memory_id = ? AND entity_id = ?", (r["memory_id"], r["entity_id"])
+            "DELETE FROM memory_entity_links WHERE memory_seq = ? AND entity_rowid = ?", (memory_seq, entity_rowid)
         )
-        per_entity[r["entity_id"]] = per_entity.get(r["entity_id"], 0) + 1
+        per_entity[entity_rowid] = per_entity.get(entity_rowid, 0) + 1
     entities = 0
-    for entity_id, n in per_entity.items():
-        conn.execute("UPDATE entities SET mentions = MAX(mentions - ?, 0) WHERE id = ?", (n, entity_id))
+    for entity_rowid, n in per_entity.items():
+        conn.execute("UPDATE entities SET mentions = MAX(mentions - ?, 0) WHERE rowid = ?", (n, entity_rowid))
         entities += conn.execute(
-            "DELETE FROM entities WHERE id = ? AND mentions <= 0 AND NOT EXISTS "
-            "(SELECT 1 FROM memory_entity_mentions WHERE entity_id = ?)",
-            (entity_id, entity_id),
+            "DELETE FROM entities WHERE rowid = ? AND mentions <= 0 AND NOT EXISTS "
+            "(SELECT 1 FROM memory_entity_links WHERE entity_rowid = ?)",
+            (entity_rowid, entity_rowid),
         ).rowcount
     removed["graph_mentions"] = len(links)
     for kind, table in (

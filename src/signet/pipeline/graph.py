@@ -16,6 +16,7 @@ from collections.abc import Iterable
 
 from signet.pipeline.extraction import EntityTriple
 from signet.search.names import canonical, linkable_names
+from signet.store import entity_links
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
@@ -48,11 +49,8 @@ def upsert_relation(
 
 
 def link(conn: Connection, memory_id: str, entity_id: str, mention: str, confidence: float) -> None:
-    conn.execute(
-        "INSERT INTO memory_entity_mentions(memory_id, entity_id, mention_text, confidence, created_at)"
-        " VALUES (?, ?, ?, ?, ?) ON CONFLICT(memory_id, entity_id) DO UPDATE SET"
-        " confidence = MAX(COALESCE(confidence, 0), excluded.confidence)",
-        (memory_id, entity_id, mention, confidence, now_iso()),
+    entity_links.link(
+        conn, memory_id, entity_id, mention, confidence, now_iso(), on_conflict=entity_links.RAISE_CONFIDENCE
     )
 
 
@@ -108,10 +106,14 @@ def inline_link(conn: Connection, memory_id: str, content: str, agent_id: str, n
     # One statement text whatever the number of names (a JSON array, not one placeholder per
     # name): with ``IN (?, ?, …)`` every turn length was a new statement to compile on the
     # writer thread (a tenth of its time on real turns went to preparing statements).
-    for row in conn.execute(
-        "SELECT id, name FROM entities WHERE agent_id = ? AND canonical_name IN (SELECT value FROM json_each(?))",
+    rows = conn.execute(
+        "SELECT rowid FROM entities WHERE agent_id = ? AND canonical_name IN (SELECT value FROM json_each(?))",
         (agent_id, json.dumps(names)),
-    ).fetchall():
-        link(conn, memory_id, row[0], row[1], 1.0)
+    ).fetchall()
+    seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone() if rows else None
+    if seq is None:
+        return 0
+    for row in rows:  # under the entity's own name, made with the memory: the link stores neither
+        entity_links.link_keys(conn, int(seq[0]), int(row[0]), None, 1.0, on_conflict=entity_links.RAISE_CONFIDENCE)
         found += 1
     return found

@@ -23,6 +23,7 @@ from signet.store.schema_capture import CAPTURE_SCHEMA
 from signet.store.schema_consolidation import CONSOLIDATION_SCHEMA
 from signet.store.schema_continuity import CONTINUITY_SCHEMA
 from signet.store.schema_documents import DOCUMENTS_SCHEMA
+from signet.store.schema_entity_links import ENTITY_LINKS_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
@@ -325,7 +326,8 @@ MIGRATIONS: list[Migration] = [
     # 31, 32 and 35 exist on PostgreSQL only (signet.store.pg_schema.PG_ONLY).
     Migration(33, "job_lease_owner", LEASE_OWNER_SCHEMA),
     Migration(34, "task_runner", TASK_RUNNER_SCHEMA),
-    # 36 is the next free number on both engines.
+    Migration(36, "entity_links", ENTITY_LINKS_SCHEMA, foreign_keys_off=True),
+    # 37 is the next free number on both engines.
 ]
 
 BOOKKEEPING = """

@@ -299,8 +299,10 @@ class PostgresEnd:
     def _columns(self) -> dict[str, list[tuple[str, str, str]]]:
         out: dict[str, list[tuple[str, str, str]]] = {}
         for table, col, generated, identity in self.conn.execute(
-            "SELECT table_name, column_name, is_generated, is_identity FROM information_schema.columns"
-            " WHERE table_schema = current_schema() ORDER BY table_name, ordinal_position"
+            "SELECT c.table_name, c.column_name, c.is_generated, c.is_identity FROM information_schema.columns c"
+            " JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name"
+            " WHERE c.table_schema = current_schema() AND t.table_type = 'BASE TABLE'"  # not the views
+            " ORDER BY c.table_name, c.ordinal_position"
         ):
             out.setdefault(str(table), []).append((str(col), str(generated), str(identity)))
         return out

@@ -7,6 +7,7 @@ from __future__ import annotations
 import uuid
 from pathlib import Path
 
+from signet.knowledge import read
 from signet.knowledge import store as knowledge
 from signet.knowledge.extract import extract as extract_mentions
 from signet.ops import orphans
@@ -73,7 +74,7 @@ def test_migration_36_keeps_every_link_readable_and_stores_no_copies(tmp_path: P
     rowids = dict(conn.execute("SELECT id, rowid FROM entities").fetchall())
     conn.execute("COMMIT")
 
-    assert migrate(conn) == [36]
+    assert migrate(conn)[0] == 36  # and any later ones
     assert conn.execute("SELECT type FROM sqlite_master WHERE name = 'memory_entity_mentions'").fetchone()[0] == "view"
     # A NULL mention text reads back as the entity's name (what every link of the extractor had).
     expected = {r if r[2] is not None else (r[0], r[1], "Lisbon", r[3], r[4]) for r in old_rows}
@@ -134,3 +135,30 @@ def test_writes_deletes_and_orphans_keep_the_links_right(tmp_path: Path) -> None
     assert entity_links.unlink(conn, [mid]) == 2
     assert conn.execute("SELECT COUNT(*) FROM memory_entity_links").fetchone()[0] == 0
     conn.execute("COMMIT")
+
+
+def test_migration_37_removes_only_the_extractors_kind_aspects(tmp_path: Path) -> None:
+    conn = connect(tmp_path / "memories.db")
+    migrate(conn, [m for m in MIGRATIONS if m.version <= 36])
+    conn.execute("BEGIN")
+    alice, paris = _entity(conn, "Alice"), _entity(conn, "Paris")
+    conn.execute("UPDATE entities SET entity_type = 'person' WHERE id = ?", (alice,))
+    conn.execute("UPDATE entities SET entity_type = 'name' WHERE id = ?", (paris,))
+    aspects = [  # (id, entity, name, confidence, description)
+        ("a-kind", alice, "person", 0.6, None),  # what the extractor wrote: goes
+        ("p-kind", paris, "named thing", 0.6, None),  # the same for another kind: goes
+        ("a-llm", alice, "work", 0.6, None),  # another name: stays
+        ("p-desc", paris, "geography", 0.8, "where it is"),  # an LLM's: stays
+    ]
+    for aid, eid, name, conf, desc in aspects:
+        conn.execute(
+            "INSERT INTO entity_aspects(id, entity_id, agent_id, aspect_name, canonical_name, description, confidence,"
+            " created_at, updated_at) VALUES (?, ?, 'default', ?, ?, ?, ?, ?, ?)",
+            (aid, eid, name, name, desc, conf, NOW, NOW),
+        )
+    conn.execute("COMMIT")
+    assert migrate(conn) == [37]
+    assert {r[0] for r in conn.execute("SELECT id FROM entity_aspects")} == {"a-llm", "p-desc"}
+    # The kind aspect is still there to read.
+    detail = read.get_entity(conn, "default", alice)
+    assert [(a.name, a.id) for a in detail.aspects] == [("person", f"kind:{alice}"), ("work", "a-llm")]

@@ -108,7 +108,7 @@ def test_the_gin_index_is_used(pg_url: str) -> None:
     assert "idx_memories_fts" in plan
 
 
-def test_migration_36_moves_the_links_to_integer_keys(pg_url: str) -> None:
+def test_migrations_36_and_37_on_postgresql(pg_url: str) -> None:
     """A PostgreSQL store at 35 with mention rows reads the same links through the view after
     36, stores no copy of a name or time it can read back, and drops a link to a missing memory."""
     from signet.store import pg_migrations
@@ -138,7 +138,15 @@ def test_migration_36_moves_the_links_to_integer_keys(pg_url: str) -> None:
                 " VALUES (%s, %s, %s, %s, %s)",
                 row,
             )
-        assert pg_migrations.migrate(conn) == [36]
+        conn.execute("UPDATE entities SET entity_type = 'person' WHERE id = 'e1'")
+        for aid, name in (("kind", "person"), ("llm", "work")):  # 37: the extractor's kind aspect goes
+            conn.execute(
+                "INSERT INTO entity_aspects(id, entity_id, agent_id, aspect_name, canonical_name, confidence,"
+                " created_at, updated_at) VALUES (%s, 'e1', 'default', %s, %s, 0.6, %s, %s)",
+                (aid, name, name, NOW, NOW),
+            )
+        assert pg_migrations.migrate(conn) == [36, 37]
+        assert [r[0] for r in conn.execute("SELECT id FROM entity_aspects").fetchall()] == ["llm"]
         got = set(
             conn.execute(
                 "SELECT memory_id, entity_id, mention_text, confidence, created_at FROM memory_entity_mentions"

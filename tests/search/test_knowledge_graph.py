@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from signet.config import TraversalSettings
+from signet.knowledge import read
 from signet.knowledge.extract import extract
 from signet.models import RecallRequest, RememberRequest
 from signet.runtime import Runtime
@@ -117,8 +118,20 @@ def test_remember_builds_entities_aspects_and_links(rt: Runtime) -> None:
     # linker still ties the memory to the entity it already knows.
     assert rows["sweden"] == ("name", 1)
     assert rows["melanie"] == ("person", 2)
-    aspects = rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM entity_aspects").fetchone()[0])
-    assert aspects == 3  # one per entity, made once
+    # Each entity has one aspect by its kind, read from its type (no row is stored for it).
+    assert rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM entity_aspects").fetchone()[0]) == 0
+    ids = rt.db.read(lambda c: dict(c.execute("SELECT canonical_name, id FROM entities").fetchall()))
+
+    def aspects(entity_id: str) -> list[tuple[str, str]]:
+        detail = rt.db.read(lambda c: read.get_entity(c, "default", entity_id))
+        return [(a.name, a.id) for a in detail.aspects]
+
+    kinds = {name: aspects(eid) for name, eid in ids.items()}
+    assert kinds == {
+        "caroline": [("named thing", f"kind:{ids['caroline']}")],
+        "sweden": [("named thing", f"kind:{ids['sweden']}")],
+        "melanie": [("person", f"kind:{ids['melanie']}")],
+    }
     linked = rt.db.read(
         lambda c: {
             (r[0], r[1])

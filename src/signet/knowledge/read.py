@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from signet.errors import Forbidden, NotFound
+from signet.knowledge.store import DETERMINISTIC_CONFIDENCE, kind_aspect
 from signet.search.names import canonical
 from signet.store.filters import MemoryFilter
 from signet.store.scope import ReadScope
@@ -52,7 +53,9 @@ class Attribute(BaseModel):
 
 
 class Aspect(BaseModel):
-    id: str
+    id: str = Field(
+        description="the aspect's id; kind:<entity id> for the aspect an entity has by its kind (not stored)"
+    )
     name: str
     description: str | None
     confidence: float
@@ -193,6 +196,15 @@ def get_entity(conn: Connection, agent: str, entity_id: str) -> EntityDetail:
                 attributes=attrs,
             )
         )
+    kind = kind_aspect(row["entity_type"])
+    if kind is not None and canonical(kind) not in {canonical(a.name) for a in aspects}:
+        # The aspect an entity has by its kind is read, not stored (signet.knowledge.store).
+        aspects.append(
+            Aspect(
+                id=f"kind:{row['id']}", name=kind, description=None, confidence=DETERMINISTIC_CONFIDENCE, attributes=[]
+            )
+        )
+        aspects.sort(key=lambda a: a.name)
     return EntityDetail(
         **_summary(conn, row).model_dump(),
         agent_id=row["agent_id"],

@@ -1,9 +1,12 @@
 """Knowledge-graph writes of the deterministic builder, inside the remember transaction.
 
 A memory's mentions (signet.knowledge.extract) become entities of its agent (created on first
-sight, their mention count raised after), each with one aspect named for its kind ("person",
-"place or name", "code", ...) the first time it is seen, and a ``memory_entity_mentions`` link.
-At most three short statements per mention (1.5 mentions per conversation turn on LoCoMo, at
+sight, their mention count raised after) and a link from the memory to each
+(signet.store.entity_links). An entity's one simple aspect, named for its kind ("person",
+"place or name", "code", ...), is read from its ``entity_type`` (:func:`kind_aspect`) and not
+stored: a row per entity saying only what the entity row says was 7 % of a store of
+conversation turns (migration 37 removes the rows earlier versions wrote).
+At most two short statements per mention (1.5 mentions per conversation turn on LoCoMo, at
 most 24 per memory): the writer thread is the one serial step of remember, so the extractor's
 regular expressions run before it, on the caller's thread (signet.pipeline.runtime).
 """
@@ -27,15 +30,21 @@ ASPECTS = {
     "email": "contact",
     "date": "date",
 }
-"""The one aspect the deterministic builder gives an entity, by the kind of its first mention."""
+"""The one aspect an entity has by its kind (the kind of its first mention)."""
+
+
+def kind_aspect(entity_type: str | None) -> str | None:
+    """The name of the aspect an entity of ``entity_type`` has by its kind (None without a kind)."""
+    return ASPECTS.get(entity_type, entity_type) if entity_type else None
+
 
 DETERMINISTIC_CONFIDENCE = 0.6
 """Confidence of a link or aspect the extractor made (an LLM's own confidence replaces it)."""
 
 
 def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Mention]) -> int:
-    """Upsert the agent's entities for ``mentions``, give new ones their aspect, and link the
-    memory to all of them; returns the number of links written.
+    """Upsert the agent's entities for ``mentions`` and link the memory to all of them; returns
+    the number of links written.
 
     Plain per-mention statements (cached by the driver): one JSON array expanded by
     ``json_each`` was measured slower (the planner walked the agent's entities for each row).
@@ -50,20 +59,13 @@ def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Menti
     now = now_iso()
     links = 0
     for m in mentions:
-        rowid, eid, count, name = conn.execute(
+        rowid, name = conn.execute(
             "INSERT INTO entities(id, name, entity_type, canonical_name, mentions, agent_id, created_at, updated_at)"
             " VALUES (?, ?, ?, ?, 1, ?, ?, ?) ON CONFLICT(agent_id, canonical_name) DO UPDATE"
             " SET mentions = mentions + 1, entity_type = COALESCE(entities.entity_type, excluded.entity_type),"
-            " updated_at = excluded.updated_at RETURNING rowid, id, mentions, name",
+            " updated_at = excluded.updated_at RETURNING rowid, name",
             (str(uuid.uuid4()), m.text, m.kind, m.canonical, agent_id, now, now),
         ).fetchone()
-        if count == 1:
-            aspect = ASPECTS.get(m.kind, m.kind)
-            conn.execute(
-                "INSERT OR IGNORE INTO entity_aspects(id, entity_id, agent_id, aspect_name, canonical_name, confidence,"
-                " created_at, updated_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
-                (str(uuid.uuid4()), eid, agent_id, aspect, aspect, DETERMINISTIC_CONFIDENCE, now, now),
-            )
         text = None if m.text == name else m.text
         links += entity_links.link_keys(conn, seq, int(rowid), text, DETERMINISTIC_CONFIDENCE)
     return links

@@ -3,8 +3,9 @@
 ``python -m signet.bench.seed_time --locomo L --longmemeval M --vector-cache DIR --memories 10000``
 seeds a fresh workspace the way ``signet bench latency`` does (signet.bench.latency.seed_workspace:
 batches of 1,000, vectors from the cache, nothing else running in the process) and prints the
-time: the write path at scale without a daemon, for A/B runs of a change to it (docs/benchmarks.md,
-"The writer's statement journal").
+time and the database it made (file size against the memories' text and vectors): the write
+path and the storage layout at scale without a daemon, for A/B runs of a change to either
+(docs/benchmarks.md, "The writer's statement journal", "The knowledge graph's bytes").
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ from pathlib import Path
 import numpy as np
 
 from signet.bench import latency, realistic
+from signet.store import space
+from signet.store.database import connect
 
 
 def _not_cached(texts: list[str]) -> np.ndarray:
@@ -45,7 +48,17 @@ def main(argv: list[str] | None = None) -> None:
         t0 = time.perf_counter()
         latency.seed_workspace(Path(d) / "ws", prof.samples[: args.memories], vecs, lambda *_: None)
         took = time.perf_counter() - t0
+        conn = connect(Path(d) / "ws" / "memory" / "memories.db")
+        try:
+            conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+            use = space.usage(conn)
+        finally:
+            conn.close()
     print(f"seeded {args.memories} memories in {took:.1f} s ({args.memories / took:.0f}/s)")
+    print(
+        f"database {use.file_bytes / 1e6:.1f} MB: text {use.text_bytes / 1e6:.1f} MB, vectors"
+        f" {use.vector_bytes / 1e6:.1f} MB, {use.amplification}x text + vectors"
+    )
 
 
 if __name__ == "__main__":

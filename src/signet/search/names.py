@@ -44,10 +44,17 @@ def linkable_names(content: str) -> list[str]:
     "The deterministic extractor at scale"). A query is matched with all its runs
     (:func:`candidate_names`): people type names in lower case."""
     words = [w.strip(".,:;!?") for w in _WORD.findall(content[:LINKER_CHARS])]
+    # A run is written like a name when one of its words is (a capital letter changes under
+    # lower(), a mark is a mark wherever it stands), so only the runs around such words are
+    # joined: most words of a turn are plain lower case, and building every run first was a
+    # third of a remember's request-thread time on real turns (docs/benchmarks.md).
+    lowered = [w.lower() for w in words]
+    marked = [0]
+    for w, low in zip(words, lowered, strict=True):
+        marked.append(marked[-1] + (low != w or _MARK.search(w) is not None))
     grams: set[str] = set()
     for n in range(1, MAX_NGRAM + 1):
         for i in range(len(words) - n + 1):
-            g = " ".join(words[i : i + n])
-            if len(g) >= 2 and (g.lower() != g or _MARK.search(g) is not None):
-                grams.add(g.lower())
+            if marked[i + n] != marked[i] and (n > 1 or len(words[i]) >= 2):  # longer runs are >= 3
+                grams.add(" ".join(lowered[i : i + n]))
     return sorted(grams)

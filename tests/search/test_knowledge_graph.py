@@ -142,6 +142,18 @@ def test_remember_builds_entities_aspects_and_links(rt: Runtime) -> None:
         }
     )
     assert {(first, "sweden"), (second, "sweden"), (first, "melanie"), (second, "caroline")} <= linked
+    confidence = rt.db.read(
+        lambda c: {
+            (r[0], r[1]): r[2]
+            for r in c.execute(
+                "SELECT mm.memory_id, e.canonical_name, mm.confidence FROM memory_entity_mentions mm"
+                " JOIN entities e ON e.id = mm.entity_id"
+            )
+        }
+    )
+    # The extractor's links keep its confidence; the inline linker's (a known name the extractor
+    # left: "Sweden" opening the second text) have the linker's.
+    assert confidence[(second, "caroline")] == 0.6 and confidence[(second, "sweden")] == 1.0
 
 
 def test_graph_disabled_writes_and_reads_nothing(make_workspace: Callable[..., Workspace]) -> None:

@@ -1,6 +1,6 @@
 """Writing and removing a memory's links to its entities (``memory_entity_links``, migration 36).
 
-The links are keyed by ``memories.seq`` and ``entities.rowid`` (integers: a link is a fifth of
+The links are keyed by ``memories.seq`` and ``entities.rowid`` (integers: a link is a sixth of
 what two UUID strings and their indexes took); everything that reads them uses the
 ``memory_entity_mentions`` view, which gives the ids back. Writers name the memory and the
 entity by id as before: their keys are read first, so a link to a memory or an entity that

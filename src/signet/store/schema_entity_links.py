@@ -11,13 +11,15 @@ integers: ``seq`` and, since this migration, SQLite's ``entities.rowid`` are dec
 
 A link keeps no copy of what it can read back: ``mention_text`` is NULL when it is the
 entity's name, ``created_at`` NULL when it is the memory's (the deterministic extractor's links
-are made with the memory, under the name they create): a link is about 25 bytes, not 280.
+are made with the memory, under the name they create): a link takes about 45 bytes with its
+indexes, not 280 (measured on 60,000 links of real turns, docs/benchmarks.md).
 
 ``memory_entity_mentions`` stays as a view with the old columns (memory and entity ids), so
 every reader, the export and the knowledge endpoints read what they read before; writers go
 through :mod:`signet.store.entity_links`. A link whose memory no longer exists is invisible in
 the view (the orphan repair reads the table). Links to missing memories or entities are not
-carried over by the migration (the orphan repair would have removed them).
+carried over by the migration (the orphan repair would have removed them; their entities keep
+the mention counts they had).
 
 SQLite rebuilds ``entities`` to declare ``rowid INTEGER PRIMARY KEY`` (a table without one
 may have its rowids renumbered by ``VACUUM``, and ``signet repair --vacuum`` runs one); like

@@ -30,6 +30,10 @@ def _memory(conn: Connection, content: str, created: str = NOW) -> str:
     return mid
 
 
+def _seq(conn: Connection, memory_id: str) -> int:
+    return int(conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()[0])
+
+
 def _entity(conn: Connection, name: str) -> str:
     eid = str(uuid.uuid4())
     conn.execute(
@@ -104,7 +108,9 @@ def test_writes_deletes_and_orphans_keep_the_links_right(tmp_path: Path) -> None
     migrate(conn)
     conn.execute("BEGIN")
     mid = _memory(conn, "Yesterday Alice met Bob in Lisbon")
-    links = knowledge.record(conn, mid, "default", extract_mentions("Yesterday Alice met Bob in Lisbon", None))
+    links = knowledge.record(
+        conn, _seq(conn, mid), "default", extract_mentions("Yesterday Alice met Bob in Lisbon", None)
+    )
     assert links == 3
     names = {r[0] for r in conn.execute("SELECT mention_text FROM memory_entity_mentions WHERE memory_id = ?", (mid,))}
     assert names == {"Alice", "Bob", "Lisbon"}
@@ -125,7 +131,7 @@ def test_writes_deletes_and_orphans_keep_the_links_right(tmp_path: Path) -> None
     assert conn.execute("SELECT COUNT(*) FROM memory_entity_links").fetchone()[0] == 2
     # A memory row removed without its links leaves orphans the repair finds in the table.
     other = _memory(conn, "We went to Lisbon again")
-    knowledge.record(conn, other, "default", extract_mentions("We went to Lisbon again", None))
+    knowledge.record(conn, _seq(conn, other), "default", extract_mentions("We went to Lisbon again", None))
     conn.execute("DELETE FROM memories WHERE id = ?", (other,))
     assert orphans.count(conn)["graph_mentions"] == 1
     removed = orphans.clean(conn)

@@ -3,11 +3,10 @@
 ``linkable_names`` joins only the runs around a word written like a name, and ``extract`` skips
 a pattern whose required character the text lacks (signet.knowledge.extract.NEEDS). Both are
 checked against the plain definitions on hostile and random text (hypothesis) and on real
-conversation turns."""
+prose (the repository's documentation)."""
 
 from __future__ import annotations
 
-import json
 import re
 from pathlib import Path
 
@@ -18,7 +17,7 @@ from hypothesis import strategies as st
 from signet.knowledge import extract as ex
 from signet.search import names
 
-BENCH = Path(__file__).resolve().parents[3] / "shared" / "bench-data" / "locomo10.json"
+DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 _PIECES = ["http", "://", "Σ", "İ", "ß", "٣", "May", "june", "2024-01-02", "foo_bar", "a.b()", "~/x/y", "C:\\a\\b"]
 _ALPHABET = st.sampled_from([*"abcXYZ019 _./@#+-:\\`'\u2019,;!?\n", *_PIECES])
@@ -51,17 +50,13 @@ def test_a_skipped_pattern_could_not_have_matched(text: str) -> None:
             assert pattern.search(text) is None, (pattern.pattern, text)
 
 
-def test_the_same_on_real_turns(monkeypatch: pytest.MonkeyPatch) -> None:
-    if not BENCH.exists():
-        pytest.skip("the LoCoMo file is not on this machine")
-    turns = [
-        t["text"]
-        for conv in json.loads(BENCH.read_text())
-        for key, session in conv["conversation"].items()
-        if key.startswith("session_") and isinstance(session, list)
-        for t in session
-    ][:3000]
-    found = [ex.extract(t) for t in turns]
-    assert [names.linkable_names(t) for t in turns] == [plain_linkable_names(t) for t in turns]
+def test_the_same_on_real_text(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Real prose with everything the patterns look for (paths, URLs, backticks, snake_case,
+    dates, names): the paragraphs of this repository's own documentation."""
+    paragraphs = [p for doc in sorted(DOCS.glob("*.md")) for p in doc.read_text().split("\n\n") if p.strip()]
+    assert len(paragraphs) > 500
+    found = [ex.extract(p) for p in paragraphs]
+    assert sum(len(f) for f in found) > 1000  # the corpus does exercise the extractor
+    assert [names.linkable_names(p) for p in paragraphs] == [plain_linkable_names(p) for p in paragraphs]
     monkeypatch.setattr(ex, "NEEDS", {})  # every pattern scanned, as before
-    assert [ex.extract(t) for t in turns] == found
+    assert [ex.extract(p) for p in paragraphs] == found

@@ -51,7 +51,8 @@ def test_the_same_name_from_two_agents_is_two_entities(tmp_path: Path) -> None:
             )
             # B's inline linker finds B's own Alice (it found nothing when A owned the name).
             c = _memory(conn, "Alice won the chess final", "agent-b")
-            assert graph.inline_link(conn, c, "Alice won the chess final", "agent-b") >= 1
+            seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (c,)).fetchone()[0]
+            assert graph.inline_link(conn, seq, "Alice won the chess final", "agent-b") >= 1
 
         db.write(write)
         rows = db.read(

@@ -42,20 +42,14 @@ DETERMINISTIC_CONFIDENCE = 0.6
 """Confidence of a link or aspect the extractor made (an LLM's own confidence replaces it)."""
 
 
-def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Mention]) -> int:
-    """Upsert the agent's entities for ``mentions`` and link the memory to all of them; returns
-    the number of links written.
+def record(conn: Connection, memory_seq: int, agent_id: str, mentions: list[Mention]) -> int:
+    """Upsert the agent's entities for ``mentions`` and link the memory (its ``seq``) to all of
+    them; returns the number of links written.
 
     Plain per-mention statements (cached by the driver): one JSON array expanded by
     ``json_each`` was measured slower (the planner walked the agent's entities for each row).
     The links are written by their integer keys (signet.store.entity_links): the memory's
-    ``seq`` is read once, each entity's ``rowid`` comes back from its upsert."""
-    if not mentions:
-        return 0
-    row = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone()
-    if row is None:
-        return 0
-    seq = int(row[0])
+    ``seq`` comes with the stored row, each entity's ``rowid`` back from its upsert."""
     now = now_iso()
     links = 0
     for m in mentions:
@@ -67,7 +61,7 @@ def record(conn: Connection, memory_id: str, agent_id: str, mentions: list[Menti
             (str(uuid.uuid4()), m.text, m.kind, m.canonical, agent_id, now, now),
         ).fetchone()
         text = None if m.text == name else m.text
-        links += entity_links.link_keys(conn, seq, int(rowid), text, DETERMINISTIC_CONFIDENCE)
+        links += entity_links.link_keys(conn, memory_seq, int(rowid), text, DETERMINISTIC_CONFIDENCE)
     return links
 
 

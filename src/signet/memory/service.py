@@ -287,8 +287,9 @@ class MemoryService:
             vec = vector
         if vec is not None:
             self._index_vector(mem["id"], vec, mem["project"], mem["created_at"])
+        stored = {**mem, "seq": row["seq"]}  # the hooks key what they write by the row's seq
         for hook in self.on_remember_tx:
-            hook(conn, mem)
+            hook(conn, stored)
         return Stored(row, False, check=check)
 
     # -- reinforcement ---------------------------------------------------------------------

@@ -94,14 +94,14 @@ def persist(
 
 def inline_link(
     conn: Connection,
-    memory_id: str,
+    memory_seq: int,
     content: str,
     agent_id: str,
     names: list[str] | None = None,
     *,
     skip: set[str] | frozenset[str] = frozenset(),
 ) -> int:
-    """Link a new memory to existing entities (same agent) whose names it contains. No LLM.
+    """Link a new memory (its ``seq``) to existing entities (same agent) whose names it contains. No LLM.
 
     Candidate names (:func:`linkable_names`, or ``names`` computed beforehand) are looked
     up by ``canonical_name``; nothing is created. ``skip``: names the memory is linked to
@@ -122,10 +122,7 @@ def inline_link(
         "SELECT rowid FROM entities WHERE agent_id = ? AND canonical_name IN (SELECT value FROM json_each(?))",
         (agent_id, json.dumps(names)),
     ).fetchall()
-    seq = conn.execute("SELECT seq FROM memories WHERE id = ?", (memory_id,)).fetchone() if rows else None
-    if seq is None:
-        return 0
     for row in rows:  # under the entity's own name, made with the memory: the link stores neither
-        entity_links.link_keys(conn, int(seq[0]), int(row[0]), None, 1.0, on_conflict=entity_links.RAISE_CONFIDENCE)
+        entity_links.link_keys(conn, memory_seq, int(row[0]), None, 1.0, on_conflict=entity_links.RAISE_CONFIDENCE)
         found += 1
     return found

@@ -119,10 +119,10 @@ class Pipeline:
         as it is written, chunk by chunk, and is searchable without an LLM reading it)."""
         if self.settings.graph.enabled:
             agent = mem.get("agent_id") or "default"
-            mentions = mem.get(MENTIONS) or []
-            knowledge.record(conn, mem["id"], agent, mentions)
+            mentions, seq = mem.get(MENTIONS) or [], int(mem["seq"])
+            knowledge.record(conn, seq, agent, mentions)
             linked = {m.canonical for m in mentions}  # record() linked these already
-            graph.inline_link(conn, mem["id"], mem["content"], agent, mem.get(LINK_NAMES), skip=linked)
+            graph.inline_link(conn, seq, mem["content"], agent, mem.get(LINK_NAMES), skip=linked)
         if self.settings.enabled and mem.get("source_type") not in NOT_EXTRACTED:
             queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
             self.worker.notify()

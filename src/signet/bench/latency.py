@@ -63,6 +63,7 @@ from signet.embedding.base import Vectors
 from signet.memory.content import parse_content
 from signet.models import RememberRequest
 from signet.search.fts import match_of, recall_match_expression, recall_terms
+from signet.store import vector_blob
 from signet.store.sqlite import sqlite3
 from signet.store.thread_context import CONTEXT_WEIGHT
 from signet.workspace import Workspace
@@ -538,18 +539,15 @@ def load_matrix(db_path: Path) -> Vectors:
     """Every live memory's vector, as the daemon's index holds them."""
     conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True, check_same_thread=False)
     try:
-        blobs = [
-            r[0]
-            for r in conn.execute(
-                "SELECT e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash WHERE m.is_deleted = 0"
-            )
-        ]
+        rows = conn.execute(
+            "SELECT e.vector, e.dimensions FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash"
+            " WHERE m.is_deleted = 0"
+        ).fetchall()
     finally:
         conn.close()
-    if not blobs:
+    if not rows:
         return np.zeros((0, 384), dtype=np.float32)
-    dims = len(blobs[0]) // 4
-    return np.frombuffer(b"".join(blobs), dtype=np.float32).reshape(len(blobs), dims).copy()
+    return vector_blob.decode_many([r[0] for r in rows], [int(r[1]) for r in rows])[0]
 
 
 def measure_numpy(matrix: Vectors, qvecs: Vectors, k: int) -> dict[str, Any]:

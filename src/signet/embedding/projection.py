@@ -22,6 +22,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
+from signet.store import vector_blob
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.scope import UNSCOPED, ReadScope
@@ -184,20 +185,18 @@ class ProjectionService:
         def read(conn: Any) -> list[Any]:
             return list(
                 conn.execute(
-                    "SELECT m.id, m.type, m.project, m.source_type, m.who, e.vector"
+                    "SELECT m.id, m.type, m.project, m.source_type, m.who, e.vector, e.dimensions"
                     " FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash"
                     " WHERE m.is_deleted = 0 ORDER BY m.seq"
                 )
             )
 
         rows = self.db.read(read)
-        dim = len(rows[0][5]) // 4 if rows else 0
-        usable = [r for r in rows if len(r[5]) == dim * 4]  # one model's vectors (a re-embed in flight)
-        vectors = (
-            np.frombuffer(b"".join(r[5] for r in usable), dtype=np.float32).reshape(len(usable), dim)
-            if usable
-            else np.zeros((0, 1), dtype=np.float32)
-        )
+        # One model's vectors (a re-embed in flight leaves rows of another dimension).
+        vectors, kept = vector_blob.decode_many([r[5] for r in rows], [int(r[6]) for r in rows])
+        usable = [rows[i] for i in kept]
+        if not usable:
+            vectors = np.zeros((0, 1), dtype=np.float32)
         coords = project(vectors, dims)
         points = [
             {

@@ -27,6 +27,7 @@ from signet import plugins
 from signet.config import EmbeddingSettings
 from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
 from signet.errors import StorageError
+from signet.store import vector_blob
 from signet.store.database import Database
 from signet.store.sqlite import Connection, sqlite3
 
@@ -258,7 +259,8 @@ class EmbeddingService:
         def fetch(conn: Connection) -> list[Any]:
             return list(
                 conn.execute(
-                    "SELECT m.id, m.project, m.created_at, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash "
+                    "SELECT m.id, m.project, m.created_at, e.vector, e.dimensions FROM memories m"
+                    " JOIN embeddings e ON e.content_hash = m.content_hash "
                     "WHERE m.is_deleted = 0 AND e.model = ?",
                     (self.model_key,),
                 )
@@ -267,9 +269,8 @@ class EmbeddingService:
         rows = self.db.read(fetch)
         if not rows:
             return
-        dims = len(rows[0]["vector"]) // 4
-        rows = [r for r in rows if len(r["vector"]) == dims * 4]
-        mat = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(len(rows), dims)
+        mat, kept = vector_blob.decode_many([r["vector"] for r in rows], [int(r["dimensions"]) for r in rows])
+        rows = [rows[i] for i in kept]
         self.index.upsert_many(
             [r["id"] for r in rows], mat, [r["project"] for r in rows], [r["created_at"] for r in rows]
         )
@@ -332,6 +333,7 @@ class EmbeddingService:
         now = datetime.now(UTC).isoformat()
         model = self.model_key
         dims = int(vectors.shape[1])
+        vectors = vector_blob.as_stored(vectors)
 
         def write(conn: Connection) -> None:
             for h, vec in zip(hashes, vectors, strict=True):
@@ -346,7 +348,7 @@ class EmbeddingService:
                     (
                         str(uuid.uuid4()),
                         h,
-                        vec.astype(np.float32).tobytes(),
+                        vector_blob.encode(vec),
                         dims,
                         owner[0] if owner else "",
                         "",  # chunk_text: the text is the memory's (not a second copy; migration 12)

@@ -16,6 +16,7 @@ from typing import Any
 
 from signet import __version__
 from signet.memory.export_format import BOOL_COLUMNS, FORMAT, MEMORY_COLUMNS, VERSION, dump_line
+from signet.store import vector_blob
 from signet.store.database import connect
 from signet.store.records import history_contents, load_tags
 from signet.store.sqlite import sqlite3
@@ -121,7 +122,7 @@ def _memory(conn: Any, row: Any, vectors: bool) -> dict[str, Any]:
                 "dimensions": e["dimensions"],
                 "source_id": e["source_id"],
                 "created_at": e["created_at"],
-                "data": _b64(e["vector"]),
+                "data": _b64(vector_blob.float32_bytes(e["vector"], int(e["dimensions"]))),
             }
         )
     return line

@@ -42,7 +42,7 @@ from signet.memory.export_format import (
     RetirementLine,
 )
 from signet.search.vectors import VectorIndex
-from signet.store import entity_links, lifecycle
+from signet.store import entity_links, lifecycle, vector_blob
 from signet.store.database import Database
 from signet.store.records import now_iso, record_history
 from signet.store.sqlite import Connection, sqlite3
@@ -309,13 +309,15 @@ class Importer:
         """The memory's vector under this store's model: the exported one (stored unless its text
         already has one) or one already stored for the same text; (None, None) when neither."""
         model = self.embeddings.model_key
-        stored = conn.execute("SELECT vector, model FROM embeddings WHERE content_hash = ?", (chash,)).fetchone()
+        stored = conn.execute(
+            "SELECT vector, model, dimensions FROM embeddings WHERE content_hash = ?", (chash,)
+        ).fetchone()
         if stored is not None and stored["model"] == model:
-            return np.frombuffer(stored["vector"], dtype=np.float32), model
+            return vector_blob.decode(stored["vector"], int(stored["dimensions"])), model
         v = line.vector
         if v is None or v.model != model or stored is not None:
             return None, None  # another model's vector (or none): the embedder replaces it
-        data = v.vector_bytes()
+        exported = np.frombuffer(v.vector_bytes(), dtype=vector_blob.LEGACY)  # float32: the export format
         taken = conn.execute("SELECT 1 FROM embeddings WHERE id = ?", (v.id,)).fetchone() is not None
         conn.execute(
             "INSERT INTO embeddings(id, content_hash, vector, dimensions, source_type, source_id, chunk_text,"
@@ -323,7 +325,7 @@ class Importer:
             (
                 str(uuid.uuid4()) if taken else v.id,
                 chash,
-                data,
+                vector_blob.encode(exported),
                 v.dimensions,
                 v.source_id,
                 v.provider,
@@ -332,7 +334,7 @@ class Importer:
             ),
         )
         report.vectors_added += 1
-        return np.frombuffer(data, dtype=np.float32), model
+        return vector_blob.as_stored(exported), model
 
 
 def _bytes(b64: str) -> bytes:

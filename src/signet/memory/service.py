@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Literal
 
-import numpy as np
-
 from signet import __version__
 from signet.config import Settings
 from signet.embedding.base import EmbeddingError
@@ -74,7 +72,7 @@ from signet.search.keyword_mirror import KeywordMirror
 from signet.search.recall import Recaller, result_fields
 from signet.search.traversal import graph_state
 from signet.search.vectors import VectorIndex
-from signet.store import entity_links, lifecycle, space
+from signet.store import entity_links, lifecycle, space, vector_blob
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.ids import complete_id
@@ -283,8 +281,7 @@ class MemoryService:
             metadata={"type": mem["type"], "source_type": mem["source_type"], **(note or {})},
         )
         if vec is None and vector is not None and self.embeddings.model_key:
-            self._store_vector(conn, mem["id"], mem["content_hash"], mem["content"], vector)
-            vec = vector
+            vec = self._store_vector(conn, mem["id"], mem["content_hash"], mem["content"], vector)
         if vec is not None:
             self._index_vector(mem["id"], vec, mem["project"], mem["created_at"])
         stored = {**mem, "seq": row["seq"]}  # the hooks key what they write by the row's seq
@@ -369,9 +366,10 @@ class MemoryService:
     def _existing_vector(self, conn: Connection, chash: str) -> Any:
         """The stored vector of this text under the current model, if any: never embed twice."""
         row = conn.execute(
-            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?", (chash, self.embeddings.model_key)
+            "SELECT vector, dimensions FROM embeddings WHERE content_hash = ? AND model = ?",
+            (chash, self.embeddings.model_key),
         ).fetchone()
-        return None if row is None else np.frombuffer(row[0], dtype=np.float32)
+        return None if row is None else vector_blob.decode(row[0], int(row[1]))
 
     def _index_existing_vector(
         self, conn: Connection, memory_id: str, chash: str, project: str | None, created_at: str | None
@@ -944,9 +942,9 @@ class MemoryService:
             self.db.after_commit(lambda: self.index.remove(p.id))
             assert new_content is not None
             if vector is not None:
-                self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
+                stored_vec = self._store_vector(conn, p.id, new_content.hash, new_content.content, vector)
                 created = row["created_at"]
-                self.db.after_commit(lambda: self.index.upsert(p.id, vector, project, created))
+                self.db.after_commit(lambda: self.index.upsert(p.id, stored_vec, project, created))
                 embedded = True
             else:
                 embedded = self._index_existing_vector(conn, p.id, new_content.hash, project, row["created_at"])
@@ -961,7 +959,8 @@ class MemoryService:
             embedded=embedded,
         )
 
-    def _store_vector(self, conn: Connection, memory_id: str, chash: str, text: str, vector: Any) -> None:
+    def _store_vector(self, conn: Connection, memory_id: str, chash: str, text: str, vector: Any) -> Any:
+        """Store a memory's vector (signet.store.vector_blob); returns it as it reads back."""
         conn.execute(
             "INSERT INTO embeddings(id, content_hash, vector, dimensions, source_type, source_id, chunk_text, provider,"
             " model, created_at) VALUES (?, ?, ?, ?, 'memory', ?, ?, ?, ?, ?) ON CONFLICT(content_hash) DO UPDATE SET"
@@ -970,7 +969,7 @@ class MemoryService:
             (
                 str(uuid.uuid4()),
                 chash,
-                np.asarray(vector, dtype=np.float32).tobytes(),
+                vector_blob.encode(vector),
                 len(vector),
                 memory_id,
                 "",  # chunk_text: the text is the memory's (not a second copy; migration 12)
@@ -980,6 +979,7 @@ class MemoryService:
             ),
         )
         conn.execute("UPDATE memories SET embedding_model = ? WHERE id = ?", (self.embeddings.model_key, memory_id))
+        return vector_blob.as_stored(vector)
 
     # -- forget ----------------------------------------------------------------------------
     def _forget_candidates(self, req: ForgetRequest, scope: ReadScope) -> list[Any]:
@@ -1450,7 +1450,9 @@ class MemoryService:
                 model=r["model"],
                 dimensions=r["dimensions"],
                 content=r["content"],
-                vector=np.frombuffer(r["vector"], dtype=np.float32).astype(float).tolist() if with_vectors else None,
+                vector=vector_blob.decode(r["vector"], int(r["dimensions"])).astype(float).tolist()
+                if with_vectors
+                else None,
             )
             for r in rows
         ]

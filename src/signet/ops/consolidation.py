@@ -26,8 +26,6 @@ from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
 from signet.config import ConsolidationSettings
 from signet.errors import Conflict, InvalidRequest, MutationsFrozen, NotFound, SignetError
 from signet.memory.service import MemoryService
@@ -44,7 +42,7 @@ from signet.ops.consolidation_models import (
 )
 from signet.ops.consolidation_plan import Llm, live_rows, plan, plan_json
 from signet.schedule import parse
-from signet.store import lifecycle
+from signet.store import lifecycle, vector_blob
 from signet.store.records import now_iso, record_history, to_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection, sqlite3
@@ -361,13 +359,13 @@ class Consolidator:
         """Put a restored memory's stored vector back in the index (after the commit)."""
         svc = self.service
         found = conn.execute(
-            "SELECT vector FROM embeddings WHERE content_hash = ? AND model = ?",
+            "SELECT vector, dimensions FROM embeddings WHERE content_hash = ? AND model = ?",
             (row["content_hash"], svc.embeddings.model_key),
         ).fetchone()
         if found is None:
             svc.embeddings.notify()
             return
-        vec = np.frombuffer(found[0], dtype=np.float32)
+        vec = vector_blob.decode(found[0], int(found[1]))
         if svc.index.dimensions in (None, vec.shape[0]):
             mid, project, created = row["id"], row["project"], row["created_at"]
             self.db.after_commit(lambda: svc.index.upsert(mid, vec, project, created))

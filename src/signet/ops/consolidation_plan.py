@@ -74,7 +74,8 @@ def live_rows(conn: Connection, model: str, scope: ReadScope, limit: int) -> lis
         conn.execute(
             "SELECT m.id, m.agent_id, m.project, m.visibility, m.type, m.pinned, m.importance, m.access_count,"
             " m.created_at, m.updated_at, m.last_accessed, m.seq, m.version, m.content, m.content_hash, m.tags,"
-            " e.vector FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = ?"
+            " e.vector, e.dimensions FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash"
+            " AND e.model = ?"
             f" WHERE m.is_deleted = 0 AND m.type != 'document_chunk' AND {where} ORDER BY m.seq DESC LIMIT ?",
             (model, *params, limit),
         )

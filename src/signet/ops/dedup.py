@@ -22,6 +22,7 @@ from typing import Any
 
 import numpy as np
 
+from signet.store import vector_blob
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
 
@@ -98,7 +99,7 @@ def scan(conn: Connection, model: str, threshold: float, *, limit: int = 5000, s
     where, params = scope.writable().sql("m")
     rows = conn.execute(
         "SELECT m.id, m.agent_id, m.project, m.pinned, m.importance, m.access_count, m.created_at, m.seq,"
-        " m.content, e.vector FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash"
+        " m.content, e.vector, e.dimensions FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash"
         f" WHERE m.is_deleted = 0 AND e.model = ? AND {where} ORDER BY m.seq DESC LIMIT ?",
         (model, *params, limit + 1),
     ).fetchall()
@@ -122,15 +123,15 @@ def rank(r: Any) -> tuple[int, float, int, str, int]:
 
 def cluster(rows: list[Any], threshold: float, agent: str, project: str | None) -> list[Cluster]:
     """The near-duplicate clusters of one owner's rows (``id``, ``pinned``, ``importance``,
-    ``access_count``, ``created_at``, ``seq``, ``content``, ``vector``); also used by consolidation."""
-    dims = {len(r["vector"]) for r in rows}
-    if len(dims) != 1:  # vectors of mixed sizes (a model change mid-way): compare the common size only
-        size = max(dims, key=lambda d: sum(1 for r in rows if len(r["vector"]) == d))
-        rows = [r for r in rows if len(r["vector"]) == size]
+    ``access_count``, ``created_at``, ``seq``, ``content``, ``vector``, ``dimensions``); also used
+    by consolidation. Vectors of mixed sizes (a model change mid-way): the common size only."""
+    if len(rows) < 2:
+        return []
+    mat, kept = vector_blob.decode_many([r["vector"] for r in rows], [int(r["dimensions"]) for r in rows])
+    rows = [rows[i] for i in kept]
     n = len(rows)
     if n < 2:
         return []
-    mat = np.frombuffer(b"".join(r["vector"] for r in rows), dtype=np.float32).reshape(n, -1).copy()
     norms = np.linalg.norm(mat, axis=1)
     norms[norms == 0] = 1.0
     mat /= norms[:, None]

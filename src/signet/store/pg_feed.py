@@ -42,6 +42,7 @@ import numpy.typing as npt
 import psycopg
 
 from signet.errors import StorageError
+from signet.store import vector_blob
 from signet.store.pg_url import scrub
 from signet.store.postgres import PostgresDatabase
 
@@ -85,13 +86,13 @@ GROUP BY topic, key
 """
 
 _STATE = """
-SELECT m.id, m.project, m.created_at, e.vector
+SELECT m.id, m.project, m.created_at, e.vector, e.dimensions
 FROM memories m LEFT JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = %(model)s
 WHERE m.is_deleted = 0 AND (m.id = ANY(%(ids)s) OR m.content_hash = ANY(%(hashes)s))
 """
 
 _ALL = """
-SELECT m.id, m.project, m.created_at, e.vector
+SELECT m.id, m.project, m.created_at, e.vector, e.dimensions
 FROM memories m JOIN embeddings e ON e.content_hash = m.content_hash AND e.model = %(model)s
 WHERE m.is_deleted = 0
 """
@@ -310,12 +311,13 @@ class ChangeFeed:
 
     def _publish(self, ids: list[str], state: list[Any]) -> None:
         live = _indexable(state, self.index.dimensions)
+        mat, kept = vector_blob.decode_many([bytes(r[3]) for r in live], [int(r[4]) for r in live])
+        live = [live[i] for i in kept]
         for mid in set(ids) - {r[0] for r in live}:
             self.index.remove(mid)  # forgotten, deleted, or its content changed and is not embedded yet
         for mid in {r[0] for r in state} - {r[0] for r in live}:
             self.index.remove(mid)
         if live:
-            mat = np.frombuffer(b"".join(bytes(r[3]) for r in live), dtype=np.float32).reshape(len(live), -1)
             self.index.upsert_many([r[0] for r in live], mat, [r[1] for r in live], [r[2] for r in live])
 
     def _reload(self) -> None:
@@ -353,8 +355,8 @@ def _indexable(state: list[Any], dims: int | None) -> list[Any]:
     out = [r for r in state if r[3] is not None]
     if not out:
         return out
-    width = dims * 4 if dims else len(bytes(out[0][3]))
-    return [r for r in out if len(bytes(r[3])) == width]
+    width = dims or int(out[0][4])
+    return [r for r in out if int(r[4]) == width]
 
 
 CLAIM_S = 60.0

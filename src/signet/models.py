@@ -557,7 +557,9 @@ class StorageStatus(BaseModel):
     file_bytes: int
     free_bytes: int = Field(description="pages freed by deletes, not yet given back to the file system")
     text_bytes: int = Field(description="the memories' text (UTF-8), deleted ones included until purged")
-    vector_bytes: int
+    vector_bytes: int = Field(
+        description="the vectors at the model's precision (4 bytes a value; the store keeps 2, signet.store.vector_blob)"
+    )
     amplification: float | None = Field(description="file_bytes / (text_bytes + vector_bytes); null when empty")
     auto_vacuum: str = Field(description="incremental: purged space goes back; none: run signet repair --vacuum")
 

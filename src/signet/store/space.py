@@ -94,6 +94,7 @@ class Usage:
     free_bytes: int
     text_bytes: int
     vector_bytes: int
+    """The vectors at the model's precision (:data:`FLOAT32` bytes a value)."""
     auto_vacuum: str
 
     @property
@@ -103,16 +104,22 @@ class Usage:
         return round(self.file_bytes / payload, 2) if payload else None
 
 
+FLOAT32 = 4
+"""The bytes of one vector value as the model gives it: what a store must hold at least is the
+text and the vectors at that precision (the store keeps 2 bytes a value, signet.store.vector_blob,
+so its own encoding does not move the yardstick it is measured by)."""
+
+
 def usage(conn: Connection) -> Usage:
     """One pass over ``memories`` and ``embeddings`` (lengths only, no text is read into Python)."""
     if getattr(conn, "dialect", "sqlite") == "postgres":  # the server's database, no file or freelist of ours
         size = conn.execute("SELECT pg_database_size(current_database())").fetchone()[0]
         text = conn.execute("SELECT COALESCE(SUM(octet_length(content)), 0) FROM memories").fetchone()[0]
-        vectors = conn.execute("SELECT COALESCE(SUM(octet_length(vector)), 0) FROM embeddings").fetchone()[0]
+        vectors = conn.execute(f"SELECT COALESCE(SUM(dimensions), 0) * {FLOAT32} FROM embeddings").fetchone()[0]
         return Usage(int(size), 0, int(text), int(vectors), "postgres")
     page_size = int(conn.execute("PRAGMA page_size").fetchone()[0])
     pages = int(conn.execute("PRAGMA page_count").fetchone()[0])
     free = int(conn.execute("PRAGMA freelist_count").fetchone()[0])
     text = conn.execute("SELECT COALESCE(SUM(length(CAST(content AS BLOB))), 0) FROM memories").fetchone()[0]
-    vectors = conn.execute("SELECT COALESCE(SUM(length(vector)), 0) FROM embeddings").fetchone()[0]
+    vectors = conn.execute(f"SELECT COALESCE(SUM(dimensions), 0) * {FLOAT32} FROM embeddings").fetchone()[0]
     return Usage(pages * page_size, free * page_size, int(text), int(vectors), mode(conn))

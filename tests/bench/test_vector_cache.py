@@ -11,6 +11,7 @@ from signet.bench import longmemeval
 from signet.bench.harness import bench_runtime, wait_vectors
 from signet.bench.vector_cache import CachedEmbedder, VectorCache, cache_file, harvest
 from signet.models import RememberRequest
+from signet.store.sqlite import sqlite3
 from tests.bench.test_bench import _lme_file
 
 
@@ -45,6 +46,16 @@ def test_cached_vectors_equal_the_models_and_harvest_copies_a_store(tmp_path: Pa
         key = rt.embeddings.model_key
         db_path = rt.db.path
     fresh = VectorCache(tmp_path / "h.sqlite")
+    assert harvest(Path(db_path), fresh, key) == 0  # stored in half precision: not the model's vectors
+    # A store from before half precision held the model's float32 vectors: those are harvested.
+    conn = sqlite3.connect(str(db_path))
+    with conn:
+        for text, vec in zip(texts, direct, strict=True):
+            conn.execute(
+                "UPDATE embeddings SET vector = ? WHERE content_hash = (SELECT content_hash FROM memories WHERE content = ?)",
+                (np.asarray(vec, dtype="<f4").tobytes(), text),
+            )
+    conn.close()
     assert harvest(Path(db_path), fresh, key) == 3
     got = fresh.get_many(texts)
     assert all(g is not None for g in got)

@@ -8,6 +8,7 @@ import pytest
 
 from signet.models import ModifyPatch, RememberRequest
 from signet.runtime import Runtime
+from signet.store import vector_blob
 from signet.store.sqlite import Connection
 
 
@@ -79,7 +80,7 @@ def test_rolled_back_writes_leave_the_index_unchanged(runtime: Runtime) -> None:
         )
     )
     after = index.vector_of(kept)
-    assert after is not None and np.allclose(after, _unit(2, dims))
+    assert after is not None and np.array_equal(after, vector_blob.as_stored(_unit(2, dims)))  # as stored
     runtime.db.write(lambda conn: svc.delete_in(conn, kept, reason="test", changed_by="test"))
     assert kept not in index
 

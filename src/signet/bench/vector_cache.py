@@ -107,12 +107,14 @@ def harvest(db_path: Path, cache: VectorCache, model_key: str) -> int:
     """Copy a bench store's vectors of ``model_key`` into ``cache``; returns how many were new.
 
     Each stored vector belongs to a memory's text (``embeddings.content_hash`` =
-    ``memories.content_hash``), and the embedder was given exactly that text."""
+    ``memories.content_hash``), and the embedder was given exactly that text. Only vectors
+    stored at the model's precision (float32, by stores before signet.store.vector_blob): the
+    cache holds what the model gave, and a half-precision copy is not that."""
     src = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
     try:
         rows = src.execute(
             "SELECT m.content, e.vector FROM embeddings e JOIN memories m ON m.content_hash = e.content_hash"
-            " WHERE e.model = ? GROUP BY e.content_hash",
+            " WHERE e.model = ? AND length(e.vector) = 4 * e.dimensions GROUP BY e.content_hash",
             (model_key,),
         ).fetchall()
     finally:

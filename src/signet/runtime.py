@@ -181,6 +181,12 @@ class Runtime:
         """Live transcript capture (signet.capture): follows the session files of the harnesses
         listed in ``capture.harnesses``; idle when none is."""
         self._running = False
+        self.defer_loaders = False
+        """Set by the daemon (signet.daemon.server): :meth:`start` leaves the vector and keyword
+        indexes to :meth:`start_loaders`, which the server calls once it listens. Their threads
+        read every memory of the store (a million rows at scale) in Python, and started with
+        the runtime they took the interpreter from the start-up itself, delaying ``/health``."""
+        self._loaders_started = False
 
     def reload_config(self) -> bool:
         """agent.yaml changed: apply what a running daemon can change (the pipeline's LLM provider
@@ -261,9 +267,8 @@ class Runtime:
         if not self.sqlite:  # the feed's cursor is taken before the vector index loads
             self.feed = _change_feed(self)
             self.feed.start()
-        self.embeddings.start()
-        if self.keywords is not None:
-            self.keywords.start()
+        if not self.defer_loaders:
+            self.start_loaders()
         self.retention.start()
         self.watcher.start()
         pipeline = self.settings.memory.pipeline
@@ -297,6 +302,18 @@ class Runtime:
         self._save_record()
         self._running = True
         return self
+
+    def start_loaders(self) -> None:
+        """Start the embedder (which loads the vector index) and the in-memory keyword index, in
+        their background threads; once (the daemon calls it when it listens, see
+        :attr:`defer_loaders`). Until they are ready recall answers as while they load: keyword
+        search from FTS5, no vector leg."""
+        if self._loaders_started:
+            return
+        self._loaders_started = True
+        self.embeddings.start()
+        if self.keywords is not None:
+            self.keywords.start()
 
     def stop(self) -> None:
         if not self._running:

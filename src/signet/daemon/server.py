@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import socket
 from pathlib import Path
 
 from signet.errors import SignetError, StorageError, StorageFull, free_mb
@@ -158,7 +159,17 @@ def serve(
         )
     )
     log.info("signet daemon starting on http://%s:%d (workspace %s)", host, port, ws.root)
-    uvicorn.run(
+
+    class Server(uvicorn.Server):
+        """uvicorn's server, telling the runtime once it listens (``Runtime.defer_loaders``)."""
+
+        async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+            await super().startup(sockets)
+            if self.started:  # not when the port was taken: uvicorn is shutting down then
+                runtime.start_loaders()
+
+    runtime.defer_loaders = True
+    config = uvicorn.Config(
         app,
         host=host,
         port=port,
@@ -168,3 +179,4 @@ def serve(
         http=connections.GuardedProtocol,
         timeout_keep_alive=limits.keep_alive,
     )
+    Server(config).run()

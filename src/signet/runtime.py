@@ -101,6 +101,7 @@ class Runtime:
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
         self.condition = Condition()
+        """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.db.on_trouble = self._storage_trouble
         self.record = StoreRecord(workspace.daemon_dir)
         """How many memories the database last held: an emptied database is noticed."""
@@ -108,7 +109,6 @@ class Runtime:
         self.instance: Instance | None = None
         """This daemon's published identity (signet.instance), set by the daemon process
         (signet.daemon.server); None for an in-process runtime (tests, benchmarks)."""
-        """Problems areas report (disk full, corruption): /health is degraded while any."""
         self.on_start: list[Callable[[Runtime], None]] = []
         self.on_stop: list[Callable[[Runtime], None]] = []
         self.after_stop: list[Callable[[Runtime], None]] = []

@@ -16,6 +16,7 @@ documented format, signet.memory.export_format)."""
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from typing import Any
 
@@ -75,7 +76,7 @@ def decode_many(
     loading a million vectors row by row would take seconds)."""
     if not blobs:
         return np.zeros((0, 0), dtype=np.float32), []
-    dims = max(set(dimensions), key=list(dimensions).count)
+    dims = Counter(dimensions).most_common(1)[0][0]  # one pass, whatever the number of sizes
     for dtype in (STORED, LEGACY):
         size = dims * dtype.itemsize
         if all(d == dims and len(b) == size for b, d in zip(blobs, dimensions, strict=True)):

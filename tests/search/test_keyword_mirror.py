@@ -8,10 +8,12 @@ from __future__ import annotations
 import math
 import random
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -448,6 +450,47 @@ def test_merge_during_writes_keeps_results() -> None:
     index.merge()
     after = dict(index.search([Phrase("alpha", False)], 100))
     assert 3 not in after and 4 not in after and len(after) == 48
+
+
+@given(st.lists(st.tuples(st.integers(0, 15), st.sampled_from([0.5, 1.0, 1.5, 2.0, 0.75])), min_size=1, max_size=300))
+def test_postings_merge_the_same_dense_or_sorted(postings: list[tuple[int, float]]) -> None:
+    """Both ways of merging a prefix term's postings give the same rows and the same sums to the
+    bit (the scores, and so the FTS5 oracle above, depend on it)."""
+    from signet.search import keywords
+
+    rows = np.array([r for r, _ in postings], dtype=np.int64)
+    weights = np.array([w for _, w in postings], dtype=np.float32).astype(np.float64)
+    dense = keywords._sum_by_row(rows, weights, 16)  # 16 rows or fewer: always the dense pass
+    sparse = keywords._sum_by_row(rows, weights, 10**7)  # too many: the sort
+    assert dense[0].tolist() == sparse[0].tolist() == sorted(set(rows.tolist()))
+    assert dense[1].tobytes() == sparse[1].tobytes()
+    assert keywords._distinct(rows, 16).tolist() == keywords._distinct(rows, 10**7).tolist() == dense[0].tolist()
+
+
+def test_search_is_the_same_whichever_way_postings_merge(monkeypatch: pytest.MonkeyPatch) -> None:
+    from signet.search import keywords
+    from signet.search.keywords import RowData
+
+    rng = random.Random(5)
+    words = ["alpha", "alps", "altitude", "beta", "bet", "between", "gamma", "gam"]
+    index = KeywordIndex((1.0, 0.5))
+    index.apply(
+        [
+            RowData(i, Counter(rng.choices(words, k=rng.randint(1, 9))), Counter(rng.choices(words, k=3)), "p", None)
+            for i in range(400)
+        ],
+        [],
+    )
+    queries = [
+        [Phrase("al", True), Phrase("bet", True)],
+        [Phrase("gam", True)],
+        [Phrase("be", True), Phrase("x", True)],
+    ]
+    answers = []
+    for dense_from in (1, 10**9):  # every merge dense, then every merge sorted
+        monkeypatch.setattr(keywords, "DENSE_FROM", dense_from)
+        answers.append([index.search(q, 50) for q in queries])
+    assert answers[0] == answers[1] and all(answers[0])
 
 
 def test_migration_10_text_is_frozen() -> None:

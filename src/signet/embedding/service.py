@@ -26,7 +26,7 @@ import numpy as np
 from signet import plugins
 from signet.config import EmbeddingSettings
 from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
-from signet.errors import StorageError
+from signet.errors import Stopping, StorageError, until_stopped
 from signet.store import vector_blob
 from signet.store.database import Database
 from signet.store.sqlite import Connection, sqlite3
@@ -203,6 +203,8 @@ class EmbeddingService:
         """
         try:
             self._loop()
+        except Stopping:  # stopped while loading the vector index: the daemon is shutting down
+            log.info("vector index load abandoned: the daemon is stopping")
         except Exception as exc:  # logged with its traceback and surfaced in status
             log.exception("background embedder stopped")
             self.stopped_error = (
@@ -257,20 +259,21 @@ class EmbeddingService:
 
     def _load_index(self) -> None:
         def fetch(conn: Connection) -> list[Any]:
-            return list(
-                conn.execute(
-                    "SELECT m.id, m.project, m.created_at, e.vector, e.dimensions FROM memories m"
-                    " JOIN embeddings e ON e.content_hash = m.content_hash "
-                    "WHERE m.is_deleted = 0 AND e.model = ?",
-                    (self.model_key,),
-                )
+            rows = conn.execute(
+                "SELECT m.id, m.project, m.created_at, e.vector, e.dimensions FROM memories m"
+                " JOIN embeddings e ON e.content_hash = m.content_hash "
+                "WHERE m.is_deleted = 0 AND e.model = ?",
+                (self.model_key,),
             )
+            return list(until_stopped(rows, self._stop.is_set))
 
         rows = self.db.read(fetch)
         if not rows:
             return
         mat, kept = vector_blob.decode_many([r["vector"] for r in rows], [int(r["dimensions"]) for r in rows])
         rows = [rows[i] for i in kept]
+        if self._stop.is_set():  # before the index's build (its inverted lists take a while)
+            raise Stopping
         self.index.upsert_many(
             [r["id"] for r in rows], mat, [r["project"] for r in rows], [r["created_at"] for r in rows]
         )

@@ -51,7 +51,7 @@ import logging
 import threading
 from typing import Any, cast
 
-from signet.errors import StorageError
+from signet.errors import Stopping, StorageError, until_stopped
 from signet.models import KeywordIndexState
 from signet.search.keywords import KeywordIndex, Phrase, RowData
 from signet.search.tokens import token_counts, tokens
@@ -222,6 +222,8 @@ class KeywordMirror:
     def _run(self) -> None:
         try:
             self._follow()
+        except Stopping:  # stopped while building: the daemon is shutting down
+            log.info("keyword index build abandoned: the daemon is stopping")
         except Exception as exc:  # a bug: logged with its traceback; recall keeps using FTS5
             log.exception("keyword index stopped; recall uses FTS5 directly")
             self._stopped = True
@@ -269,7 +271,7 @@ class KeywordMirror:
         def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int], list[tuple[str, set[int]]]]:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
-            fresh.load(_row_data(r) for r in conn.execute(rows_sql()))
+            fresh.load(_row_data(r) for r in until_stopped(conn.execute(rows_sql()), self._stop.is_set))
             if self._fts5:
                 return fresh, cursor, table_stats(conn), []
             # Ids missing below the cursor may belong to transactions still open: watched.

@@ -49,6 +49,7 @@ from __future__ import annotations
 
 import logging
 import threading
+from collections.abc import Callable
 from typing import Any, cast
 
 from signet.errors import Stopping, StorageError, until_stopped
@@ -236,7 +237,7 @@ class KeywordMirror:
         while not self._stop.is_set():
             try:
                 if not self.ready:
-                    self.build()
+                    self.build(self._stop.is_set)
                     last_backlog = -1
                 backlog = self.db.read(self._backlog)
                 if backlog and (backlog == last_backlog or backlog >= BURST_ENTRIES):
@@ -263,15 +264,17 @@ class KeywordMirror:
             self._stop.wait(POLL_SECONDS)
 
     # -- build and follow ------------------------------------------------------------------
-    def build(self) -> None:
+    def build(self, stopping: Callable[[], bool] = lambda: False) -> None:
         """(Re)build the index from the whole table, in one read snapshot; recall uses FTS5
-        meanwhile. The new index replaces the old one with its own cursor."""
+        meanwhile. The new index replaces the old one with its own cursor. The mirror's thread
+        passes ``stopping``: it gives up (:class:`Stopping`) when the daemon stops meanwhile; a
+        caller's own build (a repair) completes."""
         self._ready.clear()
 
         def read(conn: Connection) -> tuple[KeywordIndex, int, tuple[int, int], list[tuple[str, set[int]]]]:
             cursor = _last_id(conn)
             fresh = KeywordIndex(self.index.weights)
-            fresh.load(_row_data(r) for r in until_stopped(conn.execute(rows_sql()), self._stop.is_set))
+            fresh.load(_row_data(r) for r in until_stopped(conn.execute(rows_sql()), stopping))
             if self._fts5:
                 return fresh, cursor, table_stats(conn), []
             # Ids missing below the cursor may belong to transactions still open: watched.

@@ -252,9 +252,8 @@ def seed_workspace(
     settings.search.keyword_index = False
     with Runtime(ws, settings) as rt:
         svc, emb = rt.service, rt.embeddings
-        chunk = SEED_CHUNK
-        for i in range(start, len(samples), chunk):
-            part = samples[i : i + chunk]
+        for i in range(start, len(samples), SEED_CHUNK):
+            part = samples[i : i + SEED_CHUNK]
             hashes = [parse_content(s.content).hash for s in part]
             # Vectors first (keyed by content hash): the batch insert then indexes each memory at
             # once, so the background embedder finds nothing to do.
@@ -288,26 +287,22 @@ def seeded_prefix(db_path: Path, samples: list[Sample]) -> int:
     repeats of earlier ones does not happen by chance). A binary search over the chunks, each
     step one indexed lookup of a chunk's content hashes, finds its end without reading the
     store."""
+    import bisect
+
     chunks = (len(samples) + SEED_CHUNK - 1) // SEED_CHUNK
     conn = sqlite3.connect(str(db_path), isolation_level=None)
     try:
 
-        def stored(c: int) -> bool:
+        def missing(c: int) -> bool:
             hashes = sorted({parse_content(s.content).hash for s in samples[c * SEED_CHUNK : (c + 1) * SEED_CHUNK]})
             marks = ",".join("?" * len(hashes))
             sql = f"SELECT COUNT(DISTINCT content_hash) FROM memories WHERE content_hash IN ({marks})"
-            return int(conn.execute(sql, hashes).fetchone()[0]) == len(hashes)
+            return int(conn.execute(sql, hashes).fetchone()[0]) != len(hashes)
 
-        lo, hi = 0, chunks  # chunks [0, lo) are stored; chunks [hi, end) are not
-        while lo < hi:
-            mid = (lo + hi) // 2
-            if stored(mid):
-                lo = mid + 1
-            else:
-                hi = mid
+        stored = bisect.bisect_left(range(chunks), True, key=missing)  # the first chunk not stored
     finally:
         conn.close()
-    return min(lo * SEED_CHUNK, len(samples))
+    return min(stored * SEED_CHUNK, len(samples))
 
 
 # -- the daemon ------------------------------------------------------------------------------

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Protocol
+from typing import Protocol, runtime_checkable
 
 import numpy as np
 import numpy.typing as npt
@@ -32,6 +32,15 @@ class Embedder(Protocol):
         background embedder, recall, modify, the pipeline) catch only that and carry on
         without vectors; anything else is a bug and surfaces as one."""
         ...
+
+
+@runtime_checkable
+class ReleasesMemory(Protocol):
+    """An embedder that holds memory between calls (a local model's buffers) and can give it
+    back; the background embedder asks once it has nothing left to embed. Separate from
+    :class:`Embedder`, so plugins' embedders need not implement it."""
+
+    def release_memory(self) -> None: ...
 
 
 def normalize_rows(vectors: Vectors) -> Vectors:

@@ -206,6 +206,12 @@ class LocalEmbedder:
         set_threads(self.threads)
         self._st = model
 
+    def release_memory(self) -> None:
+        """ONNX Runtime's arena back to the system (:meth:`OnnxModel.release_memory`); torch
+        keeps no such arena on CPU."""
+        if self._onnx is not None:
+            self._onnx.release_memory()
+
     def embed(self, texts: list[str]) -> Vectors:
         if self._onnx is None and self._st is None:
             self.load()

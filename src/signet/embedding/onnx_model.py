@@ -147,6 +147,23 @@ class UnloadableExport(EmbeddingError):
     """onnxruntime refused the exported file (truncated, corrupt, from an incompatible exporter)."""
 
 
+RUN_TEXTS = 8
+"""Texts per onnxruntime run at most. Measured on real turns (2 cores, the int8 export, one
+thread; docs/benchmarks.md): runs of 8 embed 19.5 LongMemEval turns/s against 13.6-16.4 with
+32, and 74-100 LoCoMo turns/s against 54-60, and the arena's peak for long turns is 660 MB
+instead of 1.58 GB (attention's buffers grow with the run's texts times its length squared)."""
+
+
+@functools.cache
+def _shrink_options() -> Any:
+    """RunOptions that free the arena's unused buffers at the end of the run."""
+    import onnxruntime as ort
+
+    options = ort.RunOptions()
+    options.add_run_config_entry("memory.enable_memory_arena_shrinkage", "cpu:0")
+    return options
+
+
 @functools.cache
 def _runtime_errors() -> tuple[type[BaseException], ...]:
     """What onnxruntime raises when a model cannot be loaded or run (its own classes derive
@@ -216,20 +233,34 @@ class OnnxModel:
             raise UnloadableExport(f"onnxruntime cannot load {path}: {type(exc).__name__}: {exc}") from exc
         return cls(session, tokenizer, path)
 
-    def embed(self, texts: list[str], batch_size: int = 32) -> Vectors:
-        """L2-normalised float32 rows, in batches of ``batch_size`` texts of similar length."""
+    def embed(self, texts: list[str], batch_size: int = RUN_TEXTS) -> Vectors:
+        """L2-normalised float32 rows, in runs of at most ``batch_size`` (and
+        :data:`RUN_TEXTS`) texts of similar length."""
         if not texts:
             return np.zeros((0, self.dimensions), dtype=np.float32)
         # Longest first, as sentence-transformers does: batches of similar length pad less.
         order = sorted(range(len(texts)), key=lambda i: -len(texts[i]))
         parts: list[Vectors] = []
-        step = max(batch_size, 1)
+        step = max(min(batch_size, RUN_TEXTS), 1)
         for start in range(0, len(order), step):
             parts.append(self._run([texts[i] for i in order[start : start + step]]))
         stacked = np.concatenate(parts)
         out = np.empty_like(stacked)
         out[order] = stacked
         return normalize_rows(out)
+
+    def release_memory(self) -> None:
+        """Give the memory onnxruntime's arena took for the largest runs back to the system.
+
+        The arena keeps every buffer it ever grew to (a batch of long turns: hundreds of MB)
+        and reuses it, which is what makes it fast; once the background embedder has nothing
+        left to do, one tiny run with arena shrinkage frees what no run is using."""
+        ids = np.zeros((1, 1), dtype=np.int64)
+        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids}
+        try:
+            self.session.run([self._output], {k: v for k, v in feed.items() if k in self._inputs}, _shrink_options())
+        except _runtime_errors() as exc:
+            raise EmbeddingError(f"local embedding failed (onnxruntime): {type(exc).__name__}: {exc}") from exc
 
     def _run(self, texts: list[str]) -> Vectors:
         encodings = self.tokenizer.encode_batch(texts)

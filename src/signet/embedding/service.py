@@ -25,7 +25,7 @@ import numpy as np
 
 from signet import plugins
 from signet.config import EmbeddingSettings
-from signet.embedding.base import Embedder, EmbeddingError, Vectors, VectorSink
+from signet.embedding.base import Embedder, EmbeddingError, ReleasesMemory, Vectors, VectorSink
 from signet.errors import Stopping, StorageError, until_stopped
 from signet.store import vector_blob
 from signet.store.database import Database
@@ -73,6 +73,11 @@ def makes_vectors(provider: str) -> bool:
     ref = plugins.embedders().get(provider)
     return ref is not None and bool(getattr(plugins.resolve(ref), "makes_vectors", True))
 
+
+IDLE_RELEASE_S = 5.0
+"""How long the background embedder waits with nothing to embed before the model gives its run
+buffers back (:meth:`EmbeddingService._release_memory`): long enough that a stream of remembers
+does not regrow them at every batch."""
 
 BACKGROUND_NICE = 10
 """Niceness of the background embedding thread (Linux: per thread)."""
@@ -215,6 +220,7 @@ class EmbeddingService:
     def _loop(self) -> None:
         lower_priority()
         backoff = 1.0
+        busy = False  # embedded something since the model last gave its buffers back
         while not self._stop.is_set():
             if self.state != "ready":
                 try:
@@ -235,10 +241,24 @@ class EmbeddingService:
                 backoff *= 2
                 continue
             backoff = 1.0
+            busy = busy or did
             if not did:
                 self._idle.set()
-                self._wake.wait(timeout=5.0)
+                woken = self._wake.wait(timeout=IDLE_RELEASE_S)
                 self._wake.clear()
+                if busy and not woken:  # quiet for a while after a catch-up, not between two remembers
+                    busy = False
+                    self._release_memory()
+
+    def _release_memory(self) -> None:
+        """The catch-up is over: the model's run buffers, grown for its longest batch, go back
+        to the system (a daemon that embedded a backlog of long turns otherwise kept 1.2 GB
+        more at rest; docs/benchmarks.md). The next batch grows them again."""
+        if isinstance(self.embedder, ReleasesMemory):
+            try:
+                self.embedder.release_memory()
+            except EmbeddingError as exc:  # the memory stays held: nothing else is at stake
+                log.warning("embedder could not release its buffers: %s", exc)
 
     def _load(self) -> None:
         self.state, self.error = "loading", None

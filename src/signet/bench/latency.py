@@ -38,6 +38,7 @@ agents store, and where synthetic figures were 8x too kind). For each store size
 from __future__ import annotations
 
 import asyncio
+import bisect
 import contextlib
 import json
 import os
@@ -287,8 +288,6 @@ def seeded_prefix(db_path: Path, samples: list[Sample]) -> int:
     repeats of earlier ones does not happen by chance). A binary search over the chunks, each
     step one indexed lookup of a chunk's content hashes, finds its end without reading the
     store."""
-    import bisect
-
     chunks = (len(samples) + SEED_CHUNK - 1) // SEED_CHUNK
     conn = sqlite3.connect(str(db_path), isolation_level=None)
     try:

@@ -256,22 +256,23 @@ class OnnxModel:
         and reuses it, which is what makes it fast; once the background embedder has nothing
         left to do, one tiny run with arena shrinkage frees what no run is using."""
         ids = np.zeros((1, 1), dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": np.ones_like(ids), "token_type_ids": ids}
+        self._session_run(ids, np.ones_like(ids), _shrink_options())
+
+    def _session_run(self, ids: Any, mask: Any, options: Any = None) -> Any:
+        """The graph's output for token ids and their attention mask; onnxruntime's errors as
+        :class:`EmbeddingError`."""
+        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
         try:
-            self.session.run([self._output], {k: v for k, v in feed.items() if k in self._inputs}, _shrink_options())
+            (out,) = self.session.run([self._output], {k: v for k, v in feed.items() if k in self._inputs}, options)
         except _runtime_errors() as exc:
             raise EmbeddingError(f"local embedding failed (onnxruntime): {type(exc).__name__}: {exc}") from exc
+        return out
 
     def _run(self, texts: list[str]) -> Vectors:
         encodings = self.tokenizer.encode_batch(texts)
         ids = np.array([e.ids for e in encodings], dtype=np.int64)
         mask = np.array([e.attention_mask for e in encodings], dtype=np.int64)
-        feed = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        try:
-            (out,) = self.session.run([self._output], {k: v for k, v in feed.items() if k in self._inputs})
-        except _runtime_errors() as exc:
-            raise EmbeddingError(f"local embedding failed (onnxruntime): {type(exc).__name__}: {exc}") from exc
-        hidden = np.asarray(out, dtype=np.float32)
+        hidden = np.asarray(self._session_run(ids, mask), dtype=np.float32)
         if not self._pool:
             return hidden
         # Mean over the real tokens, as sentence-transformers' pooling does (padding excluded).

@@ -303,7 +303,7 @@ def launch_daemon(ws: Workspace, port: int | None = None, env: dict[str, str] | 
     log = ws.root / f"daemon-test-{port}.log"
     with log.open("ab") as fh:  # the child keeps its own copy of the descriptor
         proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "signet.cli.entry", "daemon", "--host", "127.0.0.1", "--port", str(port)],
             stdout=fh,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

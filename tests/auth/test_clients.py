@@ -44,7 +44,7 @@ def test_sdk_and_cli_in_team_mode(
         with pytest.raises(Forbidden):
             ro.remember("nope")
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(d.port)}
-    cli = [sys.executable, "-m", "signet.cli.main", "recall", "htmx", "--json"]
+    cli = [sys.executable, "-m", "signet.cli.entry", "recall", "htmx", "--json"]
     denied = subprocess.run(cli, capture_output=True, text=True, timeout=60, env={**env, "SIGNET_TOKEN": ""})
     assert denied.returncode == 1 and "authentication required" in denied.stderr
     ok = subprocess.run(cli, capture_output=True, text=True, timeout=60, env={**env, "SIGNET_TOKEN": writer})

@@ -132,7 +132,7 @@ def test_check_bind_refuses_non_loopback_in_local_mode() -> None:
 def test_daemon_refuses_to_start_on_a_public_address_in_local_mode(make_workspace: Callable[..., Workspace]) -> None:
     ws = _ws(make_workspace, "local")
     proc = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "0.0.0.0", "--port", str(free_port())],
+        [sys.executable, "-m", "signet.cli.entry", "daemon", "--host", "0.0.0.0", "--port", str(free_port())],
         capture_output=True,
         text=True,
         timeout=60,
@@ -183,7 +183,7 @@ def test_real_daemon_on_a_second_address_remote_peer_needs_a_token(make_workspac
     log = ws.root / "daemon-remote.log"
     with log.open("ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", ip, "--port", str(port)],
+            [sys.executable, "-m", "signet.cli.entry", "daemon", "--host", ip, "--port", str(port)],
             stdout=fh,
             stderr=subprocess.STDOUT,
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},

@@ -105,7 +105,7 @@ def test_expiry_is_honoured(make_workspace: Callable[..., Workspace]) -> None:
 
 def _cli(ws: Workspace, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         timeout=60,

@@ -28,7 +28,7 @@ def cli(ws: Workspace, port: int, *args: str) -> subprocess.CompletedProcess[str
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(port), "COLUMNS": "200"}
     env.pop("SIGNET_TOKEN", None)
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 

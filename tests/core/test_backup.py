@@ -36,7 +36,7 @@ def signet(ws: Workspace, *args: str, port: int | None = None) -> subprocess.Com
     if port is not None:
         env["SIGNET_PORT"] = str(port)
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 

@@ -79,7 +79,7 @@ def test_a_full_disk_and_a_read_only_workspace(small_fs: Path) -> None:
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+            [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
         )
 
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0

@@ -50,7 +50,7 @@ class Home:
 
     def signet(self, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", *args],
+            [sys.executable, "-m", "signet.cli.entry", *args],
             capture_output=True,
             text=True,
             env=self.env,
@@ -382,7 +382,7 @@ def test_docs_cli_claims_only_commands_and_options_that_exist() -> None:
             options.add("--help")
             if cmd.name == "hook":  # handed to argparse (signet.cli.hook): its options are in its help
                 hook_help = subprocess.run(
-                    [sys.executable, "-m", "signet.cli.main", "hook", "--help"], capture_output=True, text=True
+                    [sys.executable, "-m", "signet.cli.entry", "hook", "--help"], capture_output=True, text=True
                 )
                 options.update(re.findall(r"--[a-z-]+", hook_help.stdout))
         if cmds == [["--version"]]:

@@ -55,7 +55,7 @@ def test_unknown_top_level_keys_stay(tmp_path: Path) -> None:
 def _signet(ws: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws), "SIGNET_PORT": "1", "SIGNET_HOST": "127.0.0.1"}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
     )
 
 
@@ -82,7 +82,7 @@ def test_doctor_lists_unknown_top_level_keys(tmp_path: Path) -> None:
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+            [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
         )
 
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0
@@ -163,7 +163,7 @@ def test_a_client_does_not_guess_the_address_past_a_broken_config(tmp_path: Path
     env = {k: v for k, v in os.environ.items() if k not in ("SIGNET_HOST", "SIGNET_PORT")}
     env["SIGNET_WORKSPACE"] = str(ws)
     r = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "remember", "x"], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "signet.cli.entry", "remember", "x"], capture_output=True, text=True, env=env, timeout=60
     )
     lines = r.stderr.strip().splitlines()
     assert r.returncode != 0 and len(lines) == 1, r.stderr

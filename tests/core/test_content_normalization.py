@@ -149,7 +149,7 @@ def test_a_daemon_without_its_llm_says_so_once_in_its_log(tmp_path: Path) -> Non
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+            [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
         )
 
     assert signet("setup", "-y", "--embedding", "none", "--llm", "none").returncode == 0

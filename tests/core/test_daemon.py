@@ -18,7 +18,7 @@ from tests.conftest import DaemonProcess, free_port
 def cli(ws: Workspace, port: int, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), "SIGNET_PORT": str(port), "SIGNET_HOST": "127.0.0.1"}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         env=env,

@@ -38,7 +38,7 @@ def cli(root: Path, port: int, *args: str, stdin: str | None = None) -> subproce
         "HOME": str(root.parent / "home"),
     }
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -192,7 +192,7 @@ def test_another_workspace_on_the_port_is_refused_by_every_client(tmp_path: Path
         async def store_via_mcp() -> str:
             params = StdioServerParameters(
                 command=sys.executable,
-                args=["-m", "signet.cli.main", "mcp"],
+                args=["-m", "signet.cli.entry", "mcp"],
                 env={
                     "SIGNET_WORKSPACE": str(b),
                     "SIGNET_PORT": str(port),
@@ -222,7 +222,7 @@ def _runs_in(proc_dir: Path, root: Path) -> bool:
         cmd = (proc_dir / "cmdline").read_bytes()
     except OSError:
         return False
-    return b"signet.cli.main" in cmd and f"SIGNET_WORKSPACE={root}".encode() in env
+    return b"signet.cli.entry" in cmd and f"SIGNET_WORKSPACE={root}".encode() in env
 
 
 def test_a_port_held_by_another_program_and_a_slow_start_leave_nothing(tmp_path: Path) -> None:
@@ -340,7 +340,7 @@ def test_start_waits_for_a_daemon_migrating_an_older_store(tmp_path: Path) -> No
     wait_s = 5
     spawned = time.monotonic()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "signet.cli.main", "start", "--wait", str(wait_s)],
+        [sys.executable, "-m", "signet.cli.entry", "start", "--wait", str(wait_s)],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,

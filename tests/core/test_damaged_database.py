@@ -25,7 +25,7 @@ def _env(ws: Path, port: int) -> dict[str, str]:
 
 def signet(ws: Path, port: int, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         env=_env(ws, port),

@@ -35,7 +35,7 @@ def signet(d: DaemonProcess, *args: str, stdin: bytes | None = None) -> subproce
         "SIGNET_HOST": "127.0.0.1",
     }
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, env=env, timeout=300, input=stdin
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, env=env, timeout=300, input=stdin
     )
 
 

@@ -33,7 +33,7 @@ VENV_SIGNET = Path(sys.executable).with_name("signet")
 
 def signet(env: dict[str, str], *args: str, timeout: float = 120) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=timeout
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=timeout
     )
 
 

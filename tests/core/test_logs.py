@@ -400,7 +400,7 @@ class Follower:
 
     def __init__(self, ws: Workspace, port: int, *args: str) -> None:
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "logs", "--follow", *args],
+            [sys.executable, "-m", "signet.cli.entry", "logs", "--follow", *args],
             stdout=subprocess.PIPE,
             stderr=subprocess.PIPE,
             text=True,
@@ -481,7 +481,7 @@ def test_cli_reads_the_files_when_the_daemon_is_down(
     port = d.port
     d.stop()
     env = _cli_env(quick_ws, port)
-    run = [sys.executable, "-m", "signet.cli.main", "logs"]
+    run = [sys.executable, "-m", "signet.cli.entry", "logs"]
     r = subprocess.run([*run, "--grep", SWEEP_LINE], capture_output=True, text=True, env=env, timeout=60)
     assert r.returncode == 0, r.stderr
     said = r.stderr.strip().splitlines()

@@ -33,7 +33,7 @@ def test_a_fresh_home_holds_only_the_workspace(tmp_path: Path) -> None:
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=300
+            [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=300
         )
 
     assert signet("setup", "-y", "--embedding", "local", "--llm", "none").returncode == 0

@@ -28,7 +28,7 @@ import yaml
 from tests.conftest import free_port
 from tests.pipeline.fake_llm import FakeLLM
 
-SIGNET = [sys.executable, "-m", "signet.cli.main"]
+SIGNET = [sys.executable, "-m", "signet.cli.entry"]
 EPOCH = "1700000000"
 
 

@@ -17,7 +17,7 @@ from tests.documents.site import Site
 def cli(d: DaemonProcess, *args: str, input: str | None = None) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "documents", *args],
+        [sys.executable, "-m", "signet.cli.entry", "documents", *args],
         capture_output=True,
         text=True,
         env=env,
@@ -73,7 +73,7 @@ def test_documents_commands(
 def connectors_cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "connectors", *args],
+        [sys.executable, "-m", "signet.cli.entry", "connectors", *args],
         capture_output=True,
         text=True,
         env=env,

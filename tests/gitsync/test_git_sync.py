@@ -29,7 +29,7 @@ def signet(root: Path, home: Path, *args: str) -> subprocess.CompletedProcess[st
     env = {k: v for k, v in os.environ.items() if not k.startswith(("XDG_", "SIGNET_", "GIT_"))}
     env.update(HOME=str(home), SIGNET_WORKSPACE=str(root), SIGNET_MODEL_CACHE=os.environ["SIGNET_MODEL_CACHE"])
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 

@@ -33,7 +33,7 @@ class Harness:
         self.ws = ws
         self.port = 9  # discard port: nothing listens until a daemon is attached
         res = subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", "install", name],
+            [sys.executable, "-m", "signet.cli.entry", "install", name],
             env=self.env(),
             capture_output=True,
             text=True,

@@ -154,7 +154,11 @@ def ingest_cli(ws: Workspace, port: int, *args: str) -> subprocess.CompletedProc
         "COLUMNS": "120",
     }
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "ingest", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", "ingest", *args],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
     )
 
 

@@ -164,7 +164,7 @@ def test_plugin_and_hook_handler_are_valid_javascript(workspace: Workspace, tmp_
 def run_cli(*args: str, home: Path, ws: Workspace) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "HOME": str(home), "SIGNET_WORKSPACE": str(ws.root)}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
     )
 
 

@@ -43,7 +43,7 @@ def test_context_reaches_every_turns_system_prompt(
         "SIGNET_PORT": str(d.port),
     }
     res = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "install", "opencode"],
+        [sys.executable, "-m", "signet.cli.entry", "install", "opencode"],
         env=env,
         capture_output=True,
         text=True,

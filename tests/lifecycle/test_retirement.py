@@ -129,7 +129,7 @@ def signet(d: DaemonProcess, *args: str) -> str:
         "SIGNET_HOST": "127.0.0.1",
     }
     res = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
     assert res.returncode == 0, res.stdout + res.stderr
     return res.stdout + res.stderr

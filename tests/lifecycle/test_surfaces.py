@@ -28,7 +28,7 @@ def cli(d: DaemonProcess, *args: str, ok: bool = True) -> str:
         "COLUMNS": "200",
     }
     res = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
     assert (res.returncode == 0) == ok, res.stdout + res.stderr
     return res.stdout + res.stderr

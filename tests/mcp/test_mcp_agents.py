@@ -112,7 +112,7 @@ def test_http_endpoint_forwards_the_callers_agent_header(roster_daemon: DaemonPr
 
 def test_agent_name_is_checked_at_start() -> None:
     out = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "mcp", "--agent", "not a name"],
+        [sys.executable, "-m", "signet.cli.entry", "mcp", "--agent", "not a name"],
         capture_output=True,
         text=True,
         timeout=60,

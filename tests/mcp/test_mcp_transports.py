@@ -63,7 +63,7 @@ def test_stdio_starts_the_daemon_when_asked(tmp_path: Path) -> None:
         assert ws.pid_path.exists()
     finally:
         subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", "stop"], env=env, check=False, capture_output=True, timeout=30
+            [sys.executable, "-m", "signet.cli.entry", "stop"], env=env, check=False, capture_output=True, timeout=30
         )
     assert not ws.pid_path.exists()
 
@@ -124,7 +124,7 @@ def test_the_entry_signet_install_writes_runs_the_server(tmp_path: Path, mcp_dae
         "SIGNET_HOST": "127.0.0.1",
     }
     subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "install", "claude-code"],
+        [sys.executable, "-m", "signet.cli.entry", "install", "claude-code"],
         env=env,
         check=True,
         capture_output=True,

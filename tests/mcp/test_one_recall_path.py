@@ -62,7 +62,7 @@ def test_stored_through_mcp_recalled_identically_everywhere(semantic_daemon: Dae
     with SignetClient(d.url) as sdk:
         via_sdk = sdk.recall(QUERY, project="infra").model_dump()
     cli = subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "recall", QUERY, "--project", "infra", "--json"],
+        [sys.executable, "-m", "signet.cli.entry", "recall", QUERY, "--project", "infra", "--json"],
         capture_output=True,
         text=True,
         timeout=60,

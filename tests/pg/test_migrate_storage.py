@@ -39,7 +39,7 @@ TURNS = [
 def cli(ws: Workspace, *args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     full = {**os.environ, "SIGNET_WORKSPACE": str(ws.root), **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", "migrate-storage", *args],
+        [sys.executable, "-m", "signet.cli.entry", "migrate-storage", *args],
         capture_output=True,
         text=True,
         env=full,

@@ -47,7 +47,7 @@ def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
 
 def cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         timeout=60,

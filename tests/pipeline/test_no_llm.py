@@ -24,7 +24,7 @@ N = 1000
 
 def cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         timeout=120,

@@ -156,7 +156,7 @@ def test_signet_mcp_passes_its_token(auth_url: str, tmp_path: Path) -> None:
 
     async def memory_get(*args: str) -> str:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "signet.cli.main", "mcp", "--url", auth_url, *args], env=env
+            command=sys.executable, args=["-m", "signet.cli.entry", "mcp", "--url", auth_url, *args], env=env
         )
         async with Client(params) as c:
             r = await c.call_tool("memory_get", {"id": "private-1"})

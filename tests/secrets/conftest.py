@@ -54,7 +54,7 @@ def secret_workspace(make_workspace: Callable[..., Workspace]) -> Callable[..., 
 def cli(ws: Workspace, *args: str, input: str | None = None, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """The real ``signet`` command in a subprocess, on ``ws``."""
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         capture_output=True,
         text=True,
         env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},

@@ -99,7 +99,7 @@ def test_put_prompts_without_echo_on_a_terminal(secret_workspace: Callable[..., 
     pid, fd = pty.fork()
     if pid == 0:  # the child: the real CLI on the pseudo-terminal
         os.environ["SIGNET_WORKSPACE"] = str(ws.root)
-        os.execv(sys.executable, [sys.executable, "-m", "signet.cli.main", "secret", "put", "TOKEN"])
+        os.execv(sys.executable, [sys.executable, "-m", "signet.cli.entry", "secret", "put", "TOKEN"])
     seen = b""
 
     def read_until(marker: bytes, timeout: float = 60) -> None:
@@ -126,7 +126,7 @@ def test_put_prompts_without_echo_on_a_terminal(secret_workspace: Callable[..., 
         [
             sys.executable,
             "-m",
-            "signet.cli.main",
+            "signet.cli.entry",
             "secret",
             "exec",
             "-s",

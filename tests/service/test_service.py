@@ -34,7 +34,7 @@ def signet(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
         SIGNET_PORT="3999",
     )
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 
@@ -120,7 +120,7 @@ def test_the_unit_s_command_runs_the_daemon_of_that_workspace(
     env.update(
         SIGNET_WORKSPACE=str(ws.root), SIGNET_PORT=str(port), SIGNET_MODEL_CACHE=os.environ["SIGNET_MODEL_CACHE"]
     )
-    args = [sys.executable, "-m", "signet.cli.main", "service", "install", "--platform", "systemd", "--no-manager"]
+    args = [sys.executable, "-m", "signet.cli.entry", "service", "install", "--platform", "systemd", "--no-manager"]
     assert subprocess.run(args, env=env, capture_output=True, timeout=120).returncode == 0
     unit = configparser.ConfigParser(interpolation=None, strict=False)
     unit.optionxform = str  # type: ignore[assignment,method-assign]

@@ -61,7 +61,7 @@ def run_cli(ws: Workspace, home: Path, *args: str) -> subprocess.CompletedProces
     env = {k: v for k, v in os.environ.items() if not k.startswith("XDG_")}
     env.update(HOME=str(home), SIGNET_WORKSPACE=str(ws.root))
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=120
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=120
     )
 
 

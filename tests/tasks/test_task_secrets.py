@@ -167,7 +167,7 @@ def cli(d: DaemonProcess, *args: str, input: str | None = None) -> subprocess.Co
         return task_cli(d, *args)
     env = {**os.environ, "SIGNET_WORKSPACE": str(d.workspace.root), "SIGNET_PORT": str(d.port)}
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args],
+        [sys.executable, "-m", "signet.cli.entry", *args],
         input=input,
         capture_output=True,
         text=True,

@@ -21,7 +21,7 @@ def cli(d: DaemonProcess, *args: str) -> subprocess.CompletedProcess[str]:
         "SIGNET_HOST": "127.0.0.1",
     }
     return subprocess.run(
-        [sys.executable, "-m", "signet.cli.main", *args], capture_output=True, text=True, env=env, timeout=60
+        [sys.executable, "-m", "signet.cli.entry", *args], capture_output=True, text=True, env=env, timeout=60
     )
 
 

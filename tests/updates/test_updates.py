@@ -160,7 +160,7 @@ def test_cli(index: Index, make_workspace: Callable[..., Workspace]) -> None:
 
     def signet(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", "update", *args],
+            [sys.executable, "-m", "signet.cli.entry", "update", *args],
             capture_output=True,
             text=True,
             env=env,
@@ -206,7 +206,7 @@ def test_after_an_install_the_daemon_restarts_itself_on_its_own_port(
         assert now is not None and now.pid != first.pid and now.port == d.port, "no new daemon on the same port"
     finally:
         subprocess.run(
-            [sys.executable, "-m", "signet.cli.main", "stop"],
+            [sys.executable, "-m", "signet.cli.entry", "stop"],
             env={**os.environ, "SIGNET_WORKSPACE": str(ws.root)},
             capture_output=True,
             timeout=60,

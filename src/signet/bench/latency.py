@@ -485,7 +485,7 @@ def run_daemon(root: Path, timeout: float, *, settled: bool = True) -> Iterator[
     compiled()
     with log.open("ab") as fh:
         proc = subprocess.Popen(
-            [sys.executable, "-m", "signet.cli.main", "daemon", "--host", "127.0.0.1", "--port", str(port)],
+            [sys.executable, "-m", "signet.cli.entry", "daemon", "--host", "127.0.0.1", "--port", str(port)],
             stdout=fh,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,

@@ -139,7 +139,7 @@ def start(
             [
                 sys.executable,
                 "-m",
-                "signet.cli.main",
+                "signet.cli.entry",
                 "daemon",
                 "--host",
                 h,

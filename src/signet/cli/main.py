@@ -1,46 +1,17 @@
-"""Entry point of the ``signet`` command. Each noun group registers itself on import."""
+"""The whole ``signet`` CLI: importing this module registers every command on the app.
+
+The console script does not import it for a known command (:mod:`signet.cli.entry` loads only
+that command's module, :mod:`signet.cli.commands`); help, a bare ``signet`` and tests do.
+"""
 
 from __future__ import annotations
 
 import importlib
 
 from signet.cli.app import app
+from signet.cli.commands import MODULES
 
-# One module per noun group, one line each (add yours on its own line).
-COMMAND_MODULES = [
-    "setup",
-    "daemon",
-    "memory",
-    "lifecycle",
-    "consolidate",
-    "evaluate",
-    "doctor",
-    "ingest",
-    "watch",
-    "install",
-    "bench",
-    "pipeline",
-    "mcp_server",
-    "token",
-    "repair",
-    "backup",
-    "transfer",
-    "logs",
-    "documents",
-    "connectors",
-    "secret",
-    "task",
-    "skill",
-    "git",
-    "service",
-    "update",
-    "config",
-    "dashboard",
-    "continuity",
-    "migrate_storage",
-]
-
-for _name in COMMAND_MODULES:
+for _name in MODULES:
     importlib.import_module(f"signet.cli.{_name}")
 
 

@@ -68,14 +68,14 @@ class InstallContext:
 
 def signet_argv() -> list[str]:
     """How a harness should run Signet: the ``signet`` script next to this interpreter,
-    else the one on PATH, else ``python -m signet.cli.main``."""
+    else the one on PATH, else ``python -m signet.cli.entry``."""
     beside = Path(sys.executable).with_name("signet")
     if beside.is_file():
         return [str(beside)]
     found = shutil.which("signet")
     if found:
         return [str(Path(found).resolve())]
-    return [sys.executable, "-m", "signet.cli.main"]
+    return [sys.executable, "-m", "signet.cli.entry"]
 
 
 @dataclass

@@ -45,7 +45,7 @@ class DaemonLink:
     def _start(self) -> None:
         """``signet start`` on the host and port this server talks to, then wait for /health."""
         parts = urlsplit(self.client.url)
-        cmd = [sys.executable, "-m", "signet.cli.main", "start", "--wait", str(self.start_timeout)]
+        cmd = [sys.executable, "-m", "signet.cli.entry", "start", "--wait", str(self.start_timeout)]
         if parts.hostname:
             cmd += ["--host", parts.hostname]
         if parts.port:

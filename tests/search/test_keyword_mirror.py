@@ -20,13 +20,13 @@ from hypothesis import strategies as st
 
 from signet.search import keyword_mirror
 from signet.search.fts import match_of
-from signet.search.keyword_mirror import KeywordMirror, phrases_of
+from signet.search.keyword_mirror import KeywordMirror, _row_data, phrases_of
 from signet.search.keywords import KeywordIndex, Phrase
 from signet.search.tokens import tokens
 from signet.store.database import Database
 from signet.store.migrations import MIGRATIONS
 from signet.store.sqlite import sqlite3
-from signet.store.thread_context import CONTEXT_WEIGHT, rebuild
+from signet.store.thread_context import CONTEXT_WEIGHT, rebuild, rows_sql
 from tests.fts_damage import unindex
 
 WORDS = [
@@ -135,6 +135,38 @@ def check_all(db: Database, mirror: KeywordMirror) -> None:
             assert db.read(lambda c, t=terms, k=k: mirror.search(c, t, k)) == top  # type: ignore[misc]
 
 
+def postings_by_term(index: KeywordIndex) -> dict[str, list[tuple[int, float]]]:
+    """Every term's base postings as (memory seq, weighted tf): term ids and row numbers are
+    the index's own, so two indexes compare by what they mean."""
+    base, seqs = index._base, index._seq
+    return {
+        term: [
+            (int(seqs[r]), float(f))
+            for r, f in zip(
+                base.rows[base.offsets[t] : base.offsets[t + 1]],
+                base.tf[base.offsets[t] : base.offsets[t + 1]],
+                strict=True,
+            )
+        ]
+        for term, t in index._term_id.items()
+    }
+
+
+def assert_fresh_build_matches(db: Database) -> None:
+    """A mirror built now (each memory tokenized once, contexts read as windows of seqs)
+    answers as FTS5 does and holds the very postings of :meth:`KeywordIndex.load` over the
+    rows' texts as ``rows_sql`` spells them out."""
+    fresh = KeywordMirror(db)
+    fresh.build()
+    check_all(db, fresh)
+    reference = KeywordIndex(fresh.index.weights)
+    db.read(lambda c: reference.load(_row_data(r) for r in c.execute(rows_sql())))
+    assert fresh.index.stats() == reference.stats()
+    assert postings_by_term(fresh.index) == postings_by_term(reference)
+    built = fresh.index
+    assert sorted(built._seq[: built._rows].tolist()) == sorted(reference._seq[: reference._rows].tolist())
+
+
 def fts5_tokenizer() -> Callable[[str], list[str]]:
     """The tokens a real FTS5 ``unicode61`` table makes of a text (the oracle)."""
     conn = sqlite3.connect(":memory:")
@@ -220,6 +252,7 @@ def test_mirror_follows_every_write_path(db: Database) -> None:
     db.write(lambda c: c.execute("UPDATE memories SET source_id = 's9', project = 'q' WHERE seq = ?", (seqs[8],)))
     db.write(lambda c: c.execute("DELETE FROM memories WHERE seq IN (?, ?, ?)", (seqs[9], seqs[10], seqs[11])))
     check_all(db, mirror)
+    assert_fresh_build_matches(db)  # threads, forgotten rows' frozen context, moves, purges
     assert len(mirror.index) == db.read(lambda c: c.execute("SELECT COUNT(*) FROM memories_ctx_fts").fetchone()[0])
     # The project moved: the mirror's project filter sees it at once.
     assert seqs[8] in mirrored(
@@ -298,6 +331,7 @@ def test_mirror_equals_fts5_after_any_writes(
             else:
                 mirror.index.merge()
         check_all(db, mirror)
+        assert_fresh_build_matches(db)
     finally:
         db.close()
 

@@ -9,12 +9,10 @@ API call and runs the same handler: results are identical to the HTTP API and to
 The server is stateless with JSON responses: each POST is answered on its own, nothing is
 kept between requests, and any MCP client (or curl) can call it.
 
-Start-up: importing the ``mcp`` SDK takes ~0.5-1 s of the GIL, so the daemon does not pay it
-before answering ``/health``. The app's lifespan starts a background task that waits
-:data:`IMPORT_DELAY` seconds (or until the first request to ``/mcp``), imports the SDK in a
+Start-up: importing the ``mcp`` SDK takes ~0.5 s, so the daemon does not pay it before
+answering ``/health``. The app's lifespan starts a background task that imports it in a
 worker thread, builds the server and runs its session manager until shutdown; a request to
-``/mcp`` that arrives earlier waits for it (up to :data:`READY_TIMEOUT` seconds). Importing at
-once would hold the GIL while the daemon answers its first ``/health``.
+``/mcp`` that arrives earlier waits for it (up to :data:`READY_TIMEOUT` seconds).
 """
 
 from __future__ import annotations
@@ -48,7 +46,6 @@ log = logging.getLogger(__name__)
 PATH = "/mcp"
 LOOPBACK = ("127.0.0.1", "localhost", "::1")
 READY_TIMEOUT = 30.0
-IMPORT_DELAY = 3.0
 # Request headers a tool call carries over to the API call it makes. ``x-signet-agent`` is
 # how a local caller names its agent (the auth layer scopes reads and owns writes by it), so
 # an MCP client that sends it acts as that agent here exactly as on /api.
@@ -64,7 +61,6 @@ class McpEndpoint:
         self.workspace_root = runtime.workspace.root
         self._manager: StreamableHTTPSessionManager | None = None
         self._ready: anyio.Event | None = None
-        self._wanted: anyio.Event | None = None
         self._failure: str | None = None
 
     def _security(self) -> TransportSecuritySettings:
@@ -83,18 +79,15 @@ class McpEndpoint:
     @asynccontextmanager
     async def lifespan(self) -> AsyncIterator[None]:
         self._ready = anyio.Event()
-        self._wanted = anyio.Event()
         self._failure = None
         async with anyio.create_task_group() as tg:
-            tg.start_soon(self._serve, self._ready, self._wanted)
+            tg.start_soon(self._serve, self._ready)
             try:
                 yield
             finally:
                 tg.cancel_scope.cancel()
 
-    async def _serve(self, ready: anyio.Event, wanted: anyio.Event) -> None:
-        with anyio.move_on_after(IMPORT_DELAY):
-            await wanted.wait()
+    async def _serve(self, ready: anyio.Event) -> None:
         try:
             # The slow part (importing the SDK) off the event loop; building stays on it.
             await anyio.to_thread.run_sync(importlib.import_module, "signet.mcp.tools")
@@ -125,8 +118,6 @@ class McpEndpoint:
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if self._manager is None and self._ready is not None:
-            if self._wanted is not None:
-                self._wanted.set()
             with anyio.move_on_after(READY_TIMEOUT):
                 await self._ready.wait()
         manager = self._manager

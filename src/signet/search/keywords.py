@@ -26,7 +26,7 @@ from __future__ import annotations
 import math
 import threading
 from array import array
-from collections import Counter
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from itertools import repeat
@@ -37,6 +37,7 @@ import numpy.typing as npt
 from sortedcontainers import SortedList
 
 from signet.search.projects import ProjectCodes
+from signet.search.tokens import tokens
 from signet.search.vectors import epoch
 
 K1 = 1.2
@@ -67,6 +68,18 @@ class RowData:
     seq: int
     content: Counter[str]
     context: Counter[str]
+    project: str | None
+    created_at: str | None
+
+
+@dataclass
+class WindowRow:
+    """One row of the mirrored table by reference (:meth:`KeywordIndex.load_windows`): a live
+    memory's context is the text of the memories in ``window``; a forgotten one's is ``frozen``."""
+
+    seq: int
+    frozen: str | None
+    window: list[int]
     project: str | None
     created_at: str | None
 
@@ -206,9 +219,12 @@ class KeywordIndex:
         return tf, r.content.total() + r.context.total()
 
     def _set_row(self, row: int, r: RowData, length: int) -> None:
+        self._set_meta(row, r.project, r.created_at, length)
+
+    def _set_meta(self, row: int, project: str | None, created_at: str | None, length: int) -> None:
         self._length[row] = length
-        self._project[row] = self._project_codes.code(r.project)
-        self._created[row] = epoch(r.created_at)
+        self._project[row] = self._project_codes.code(project)
+        self._created[row] = epoch(created_at)
         self._live[row] = True
         self._count += 1
         self._total += length
@@ -248,11 +264,7 @@ class KeywordIndex:
                 raise RuntimeError("load() needs an empty index")
             term = self._term_id
             for r in rows:
-                row = self._rows
-                self._grow(row + 1)
-                self._rows += 1
-                self._row_of[r.seq] = row
-                self._seq[row] = r.seq
+                row = self._new_row(r.seq)
                 tf, length = self._weighted(r)
                 self._set_row(row, r, length)
                 for token in tf:
@@ -261,14 +273,66 @@ class KeywordIndex:
                 t_arr.extend([term[t] for t in tf])
                 r_arr.extend(repeat(row, len(tf)))
                 f_arr.extend(tf.values())
-            self._vocab = SortedList(term)
-            t_all = np.frombuffer(t_arr, dtype=np.int64) if t_arr else np.zeros(0, dtype=np.int64)
-            order = np.argsort(t_all, kind="stable")
-            offsets = np.zeros(len(term) + 1, dtype=np.int64)
-            np.cumsum(np.bincount(t_all, minlength=len(term)), out=offsets[1:])
-            rows_all = np.frombuffer(r_arr, dtype=np.int32) if r_arr else np.zeros(0, dtype=np.int32)
-            tf_all = np.frombuffer(f_arr, dtype=np.float32) if f_arr else np.zeros(0, dtype=np.float32)
-            self._base = _Base(offsets, rows_all[order], tf_all[order])
+            self._install_base(t_arr, r_arr, f_arr)
+
+    def load_windows(self, contents: Iterable[tuple[int, str]], windows: Iterable[WindowRow]) -> None:
+        """Fill an empty index from every memory's ``contents`` (seq, text) and each row's
+        context as a window of other memories' seqs (or a forgotten row's frozen text): the
+        same postings as :meth:`load` over the rows' texts, bit for bit, ~3-4x faster.
+
+        :meth:`load` tokenizes every memory once for itself and once more inside each of the
+        ~5 contexts it belongs to (a thread's 3 earlier and 2 later turns), then merges two
+        dicts of counts per row in Python. Here each memory's tokens become term ids once
+        (``contents``), a row's context is its window's id arrays joined, and one numpy
+        ``unique`` per row counts both columns; the weighted frequency is ``content count *
+        w0 + context count * w1``, the same float operations as :meth:`_weighted`."""
+        w0, w1 = self.weights
+        t_arr, r_arr, f_arr = array("q"), array("i"), array("f")
+        with self._lock:
+            if self._rows:
+                raise RuntimeError("load_windows() needs an empty index")
+            term: defaultdict[str, int] = defaultdict(lambda: len(term))
+            ids_of = term.__getitem__
+            own = {seq: array("i", map(ids_of, tokens(text or ""))) for seq, text in contents}
+            for w in windows:
+                content = own[w.seq]
+                if w.frozen is not None:
+                    context = array("i", map(ids_of, tokens(w.frozen)))
+                else:
+                    context = array("i")
+                    for seq in w.window:
+                        context.extend(own[seq])
+                n = len(content)
+                both = np.frombuffer(content + context, dtype=np.int32)
+                tids, at = np.unique(both, return_inverse=True)
+                tf = np.bincount(at[:n], minlength=tids.size) * w0 + np.bincount(at[n:], minlength=tids.size) * w1
+                row = self._new_row(w.seq)
+                self._set_meta(row, w.project, w.created_at, n + len(context))
+                t_arr.frombytes(tids.astype(np.int64).tobytes())
+                r_arr.frombytes(np.full(tids.size, row, dtype=np.int32).tobytes())
+                f_arr.frombytes(tf.astype(np.float32).tobytes())
+            self._term_id = dict(term)
+            self._install_base(t_arr, r_arr, f_arr)
+
+    def _new_row(self, seq: int) -> int:
+        row = self._rows
+        self._grow(row + 1)
+        self._rows += 1
+        self._row_of[seq] = row
+        self._seq[row] = seq
+        return row
+
+    def _install_base(self, t_arr: array[int], r_arr: array[int], f_arr: array[float]) -> None:
+        """The base in CSR form from (term id, row, weighted tf) postings in row order."""
+        term = self._term_id
+        self._vocab = SortedList(term)
+        t_all = np.frombuffer(t_arr, dtype=np.int64) if t_arr else np.zeros(0, dtype=np.int64)
+        order = np.argsort(t_all, kind="stable")
+        offsets = np.zeros(len(term) + 1, dtype=np.int64)
+        np.cumsum(np.bincount(t_all, minlength=len(term)), out=offsets[1:])
+        rows_all = np.frombuffer(r_arr, dtype=np.int32) if r_arr else np.zeros(0, dtype=np.int32)
+        tf_all = np.frombuffer(f_arr, dtype=np.float32) if f_arr else np.zeros(0, dtype=np.float32)
+        self._base = _Base(offsets, rows_all[order], tf_all[order])
 
     def needs_merge(self) -> bool:
         with self._lock:

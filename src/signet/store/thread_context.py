@@ -132,20 +132,21 @@ CREATE VIRTUAL TABLE IF NOT EXISTS memories_ctx_fts USING fts5(content, context,
 """Migration 6 (frozen: its checksum is recorded in every store that applied it)."""
 
 
-def _window_of(seq: str, skip: str | None = None) -> str:
+def _window_of(seq: str, skip: str | None = None, column: str = "content") -> str:
     """SQL expression: the context text of memory ``seq``: the live memories around it in its
-    thread (leaving out memory ``skip``: the window as it was before that memory was inserted)."""
+    thread (leaving out memory ``skip``: the window as it was before that memory was inserted).
+    With ``column="seq"``: the same memories' seqs, space-separated (:func:`windows_sql`)."""
     before = _THREAD.format(a="p", b="t")
     after = _THREAD.format(a="n", b="t")
     not_p = f" AND p.seq <> {skip}" if skip else ""
     not_n = f" AND n.seq <> {skip}" if skip else ""
     return (
         "(SELECT COALESCE(group_concat(c, ' '), '') FROM ("
-        "SELECT c FROM (SELECT p.content AS c FROM memories t"
+        f"SELECT c FROM (SELECT p.{column} AS c FROM memories t"
         f" JOIN memories p ON {before} AND p.is_deleted = 0 AND p.seq < t.seq{not_p}"
         f" WHERE t.seq = {seq} ORDER BY p.seq DESC LIMIT {CONTEXT_BEFORE})"
         " UNION ALL "
-        "SELECT c FROM (SELECT n.content AS c FROM memories t"
+        f"SELECT c FROM (SELECT n.{column} AS c FROM memories t"
         f" JOIN memories n ON {after} AND n.is_deleted = 0 AND n.seq > t.seq{not_n}"
         f" WHERE t.seq = {seq} ORDER BY n.seq LIMIT {CONTEXT_AFTER})))"
     )
@@ -309,6 +310,22 @@ def rows_sql(where: str = "") -> str:
     cond = f" WHERE {where}" if where else ""
     ctx = _indexed_context("m.seq", "m.is_deleted")
     return f"SELECT m.seq, m.content, {ctx}, m.project, m.created_at FROM memories m{cond}"
+
+
+def windows_sql() -> str:
+    """SQL reading what ``memories_ctx_fts`` indexes as *references*: (seq, the frozen context
+    text of a forgotten memory or NULL, the seqs of a live memory's context window
+    space-separated or NULL, project, created_at) per memory. A live memory's context is its
+    window's contents joined by spaces, and a space always separates tokens, so its tokens are
+    the window's memories' own tokens: a bulk build tokenizes each memory once
+    (signet.search.keywords.KeywordIndex.load_windows) instead of once more inside each of
+    the ~5 contexts it belongs to, which :func:`rows_sql` spells out as text."""
+    frozen = _FROZEN.format(seq="m.seq")
+    return (
+        f"SELECT m.seq, CASE WHEN m.is_deleted THEN COALESCE({frozen}, '') END,"
+        f" CASE WHEN m.is_deleted THEN NULL ELSE {_window_of('m.seq', column='seq')} END,"
+        " m.project, m.created_at FROM memories m"
+    )
 
 
 def is_contentless(conn: Connection) -> bool:

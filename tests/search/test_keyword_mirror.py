@@ -163,8 +163,17 @@ def assert_fresh_build_matches(db: Database) -> None:
     db.read(lambda c: reference.load(_row_data(r) for r in c.execute(rows_sql())))
     assert fresh.index.stats() == reference.stats()
     assert postings_by_term(fresh.index) == postings_by_term(reference)
-    built = fresh.index
-    assert sorted(built._seq[: built._rows].tolist()) == sorted(reference._seq[: reference._rows].tolist())
+    assert row_facts(fresh.index) == row_facts(reference)
+
+
+def row_facts(index: KeywordIndex) -> dict[int, tuple[int, str | None, float | None, bool]]:
+    """Each row's length, project, creation time (None for none) and liveness, by memory seq."""
+    names = {code: name for name, code in index._project_codes._codes.items()}
+    created = [None if np.isnan(t) else float(t) for t in index._created[: index._rows]]
+    return {
+        int(index._seq[r]): (int(index._length[r]), names.get(int(index._project[r])), created[r], bool(index._live[r]))
+        for r in range(index._rows)
+    }
 
 
 def fts5_tokenizer() -> Callable[[str], list[str]]:

@@ -192,11 +192,7 @@ class KeywordIndex:
     def _row(self, seq: int) -> int:
         row = self._row_of.get(seq)
         if row is None:
-            row = self._rows
-            self._grow(row + 1)
-            self._rows += 1
-            self._row_of[seq] = row
-            self._seq[row] = seq
+            row = self._new_row(seq)
             self._stale[row] = True  # no base postings: nothing of it in the base is valid
         return row
 
@@ -218,9 +214,6 @@ class KeywordIndex:
             tf[t] = tf.get(t, 0.0) + n * w1
         return tf, r.content.total() + r.context.total()
 
-    def _set_row(self, row: int, r: RowData, length: int) -> None:
-        self._set_meta(row, r.project, r.created_at, length)
-
     def _set_meta(self, row: int, project: str | None, created_at: str | None, length: int) -> None:
         self._length[row] = length
         self._project[row] = self._project_codes.code(project)
@@ -241,7 +234,7 @@ class KeywordIndex:
                 self._drop(row)
                 gen = int(self._gen[row])
                 tf, length = self._weighted(r)
-                self._set_row(row, r, length)
+                self._set_meta(row, r.project, r.created_at, length)
                 delta = self._delta
                 for token, f in tf.items():
                     tid = self._term(token)
@@ -266,7 +259,7 @@ class KeywordIndex:
             for r in rows:
                 row = self._new_row(r.seq)
                 tf, length = self._weighted(r)
-                self._set_row(row, r, length)
+                self._set_meta(row, r.project, r.created_at, length)
                 for token in tf:
                     if token not in term:
                         term[token] = len(term)
@@ -278,7 +271,7 @@ class KeywordIndex:
     def load_windows(self, contents: Iterable[tuple[int, str]], windows: Iterable[WindowRow]) -> None:
         """Fill an empty index from every memory's ``contents`` (seq, text) and each row's
         context as a window of other memories' seqs (or a forgotten row's frozen text): the
-        same postings as :meth:`load` over the rows' texts, bit for bit, ~3-4x faster.
+        same postings as :meth:`load` over the rows' texts, bit for bit, ~3x faster.
 
         :meth:`load` tokenizes every memory once for itself and once more inside each of the
         ~5 contexts it belongs to (a thread's 3 earlier and 2 later turns), then merges two
@@ -315,6 +308,7 @@ class KeywordIndex:
             self._install_base(t_arr, r_arr, f_arr)
 
     def _new_row(self, seq: int) -> int:
+        """A new row for memory ``seq`` (with no postings yet), growing the per-row arrays."""
         row = self._rows
         self._grow(row + 1)
         self._rows += 1

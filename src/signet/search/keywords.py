@@ -422,47 +422,175 @@ class KeywordIndex:
         """The best ``k`` rows matching any phrase, as (seq, FTS5 ``bm25()`` value: negative,
         lower is better), best first; ties by seq. ``project`` and ``created_between`` (POSIX
         seconds, half-open) restrict the rows before the top k is taken, as a filtered FTS5
-        query would."""
+        query would.
+
+        Only the rarest phrases' postings are scored in full (:meth:`_essential`); the common
+        ones are looked up at the rows those found (:meth:`_tf_at`), MaxScore's split: a row
+        none of the rare phrases matches scores less than the common phrases' bound, which is
+        below the k-th best, so it cannot be in the answer. The answer is the full one's, to
+        the bit: every row's terms are added in the phrases' order, as FTS5 adds them."""
         with self._lock:
             n, total = self._count, self._total
             if n == 0 or not phrases or k <= 0:
                 return []
             avgdl = total / n
-            scores = np.zeros(self._rows, dtype=np.float64)
-            touched: list[Ints] = []
-            for phrase in phrases:
-                rows, tf = self._postings(self._term_ids(phrase))
-                if rows.size == 0:
-                    continue
-                idf = math.log((n - rows.size + 0.5) / (rows.size + 0.5))
-                idf = idf if idf > 0.0 else IDF_FLOOR
-                denom = tf + K1 * (1.0 - B + B * self._length[rows] / avgdl)
-                scores[rows] += idf * ((tf * (K1 + 1.0)) / denom)  # FTS5's order of operations, to the bit
-                touched.append(rows)
-            if not touched:
+            terms = [self._term_ids(p) for p in phrases]
+            df = [self._df(t) for t in terms]
+            live = [i for i in range(len(phrases)) if df[i] > 0]
+            if not live:
                 return []
-            cand = _distinct(np.concatenate(touched), self._rows) if len(touched) > 1 else touched[0]
-            if project is not None:
-                code = self._project_codes.known(project)
-                cand = cand[self._project[cand] == code] if code is not None else cand[:0]
-            if created_between is not None:
-                when = self._created[cand]
-                cand = cand[(when >= created_between[0]) & (when < created_between[1])]
+            idf = {i: _idf(n, df[i]) for i in live}
+            full, cand = self._essential(
+                sorted(live, key=lambda i: (df[i], i)), terms, idf, avgdl, k, project, created_between
+            )
             if cand.size == 0:
                 return []
-            best = scores[cand]
-            seqs = self._seq[cand]
-            if cand.size > k:
-                # The k best, and of the rows tied at the cut the lowest seqs, as FTS5's
-                # ORDER BY bm25 LIMIT k keeps them (a plain argpartition keeps any of them).
-                cut = np.partition(best, cand.size - k)[cand.size - k]
-                above = np.flatnonzero(best > cut)
-                tied = np.flatnonzero(best == cut)
-                tied = tied[np.argsort(seqs[tied], kind="stable")[: k - above.size]]
-                keep = np.concatenate([above, tied])
-                best, seqs = best[keep], seqs[keep]
-            order = np.lexsort((seqs, -best))
-            return [(int(seqs[i]), -float(best[i])) for i in order]
+            scores = self._scores(live, terms, idf, full, cand, avgdl)
+            return self._top(cand, scores, k)
+
+    def _df(self, tids: list[int]) -> int:
+        """How many rows the terms' valid postings cover: FTS5's document count of the phrase."""
+        base, stale = self._base, self._stale
+        if len(tids) == 1:
+            t, count = tids[0], 0
+            if t + 1 < base.offsets.size:
+                lo, hi = int(base.offsets[t]), int(base.offsets[t + 1])
+                count += hi - lo - int(np.count_nonzero(stale[base.rows[lo:hi]]))
+            lists = self._delta.get(t)
+            if lists is not None:
+                r = np.frombuffer(lists[0], dtype=np.int32)
+                count += int(np.count_nonzero(self._gen[r] == np.frombuffer(lists[2], dtype=np.int32)))
+            return count
+        seen = np.zeros(self._rows, dtype=bool)
+        for t in tids:
+            if t + 1 < base.offsets.size:
+                seen[base.rows[base.offsets[t] : base.offsets[t + 1]]] = True
+        seen &= ~stale[: self._rows]  # a stale row's base postings are not its postings
+        for t in tids:
+            lists = self._delta.get(t)
+            if lists is not None:
+                r = np.frombuffer(lists[0], dtype=np.int32)
+                seen[r[self._gen[r] == np.frombuffer(lists[2], dtype=np.int32)]] = True
+        return int(np.count_nonzero(seen))
+
+    def _essential(
+        self,
+        order: list[int],
+        terms: list[list[int]],
+        idf: dict[int, float],
+        avgdl: float,
+        k: int,
+        project: str | None,
+        created_between: tuple[float, float] | None,
+    ) -> tuple[dict[int, tuple[Ints, Floats]], Ints]:
+        """Score phrases in full, rarest first (``order``), until the rows found hold ``k``
+        whose partial scores already beat what the remaining phrases could add to a row none
+        of them matched (a phrase adds less than ``idf * (K1 + 1)``): those rows are the
+        candidates. Returns each fully scored phrase's (rows, BM25 terms) and the candidates
+        the filters allow."""
+        full: dict[int, tuple[Ints, Floats]] = {}
+        partial = np.zeros(self._rows, dtype=np.float64)
+        seen = np.zeros(self._rows, dtype=bool)
+        found: list[Ints] = []
+        for m, i in enumerate(order, 1):
+            rows, tf = self._postings(terms[i])
+            contrib = _bm25(idf[i], tf, self._length[rows], avgdl)
+            full[i] = rows, contrib
+            found.append(self._allowed(rows[~seen[rows]], project, created_between))
+            seen[rows] = True
+            if m == len(order):
+                break
+            partial[rows] += contrib
+            if sum(f.size for f in found) < k:
+                continue
+            found = [np.concatenate(found)]
+            cut = np.partition(partial[found[0]], found[0].size - k)[found[0].size - k]
+            if sum(idf[j] for j in order[m:]) * (K1 + 1.0) * (1.0 + BOUND_MARGIN) < cut:
+                break
+        return full, np.concatenate(found) if len(found) > 1 else found[0]
+
+    def _allowed(self, rows: Ints, project: str | None, created_between: tuple[float, float] | None) -> Ints:
+        if project is not None:
+            code = self._project_codes.known(project)
+            rows = rows[self._project[rows] == code] if code is not None else rows[:0]
+        if created_between is not None:
+            when = self._created[rows]
+            rows = rows[(when >= created_between[0]) & (when < created_between[1])]
+        return rows
+
+    def _scores(
+        self,
+        live: list[int],
+        terms: list[list[int]],
+        idf: dict[int, float],
+        full: dict[int, tuple[Ints, Floats]],
+        cand: Ints,
+        avgdl: float,
+    ) -> Floats:
+        """The candidates' BM25, each phrase added in the query's order (FTS5's sum, to the bit)."""
+        is_cand = np.zeros(self._rows, dtype=bool)
+        is_cand[cand] = True
+        at = np.empty(self._rows, dtype=np.int32)  # row -> its place in cand (valid where is_cand)
+        at[cand] = np.arange(cand.size, dtype=np.int32)
+        scores = np.zeros(cand.size, dtype=np.float64)
+        for i in live:
+            if i in full:
+                rows, contrib = full[i]
+                keep = is_cand[rows]
+                scores[at[rows[keep]]] += contrib[keep]
+            else:
+                tf = self._tf_at(terms[i], is_cand, at, cand.size)
+                hit = np.flatnonzero(tf > 0.0)
+                scores[hit] += _bm25(idf[i], tf[hit], self._length[cand[hit]], avgdl)
+        return scores
+
+    def _tf_at(self, tids: list[int], is_cand: npt.NDArray[np.bool_], at: npt.NDArray[np.int32], size: int) -> Floats:
+        """The terms' weighted frequency in each candidate, summed in the order
+        :meth:`_postings` sums them (a row's valid postings are all in the base or all in the
+        delta, one per term)."""
+        base, stale = self._base, self._stale
+        out = np.zeros(size, dtype=np.float64)
+        for t in tids:
+            if t + 1 < base.offsets.size:
+                lo, hi = int(base.offsets[t]), int(base.offsets[t + 1])
+                r = base.rows[lo:hi]
+                hit = np.flatnonzero(is_cand[r])
+                hit = hit[~stale[r[hit]]]
+                out[at[r[hit]]] += base.tf[lo:hi][hit]
+            lists = self._delta.get(t)
+            if lists is not None:
+                r = np.frombuffer(lists[0], dtype=np.int32)
+                keep = is_cand[r] & (self._gen[r] == np.frombuffer(lists[2], dtype=np.int32))
+                out[at[r[keep]]] += np.frombuffer(lists[1], dtype=np.float32)[keep]
+        return out
+
+    def _top(self, cand: Ints, best: Floats, k: int) -> list[tuple[int, float]]:
+        """The k best candidates, and of the rows tied at the cut the lowest seqs, as FTS5's
+        ORDER BY bm25 LIMIT k keeps them (a plain argpartition keeps any of them)."""
+        seqs = self._seq[cand]
+        if cand.size > k:
+            cut = np.partition(best, cand.size - k)[cand.size - k]
+            above = np.flatnonzero(best > cut)
+            tied = np.flatnonzero(best == cut)
+            tied = tied[np.argsort(seqs[tied], kind="stable")[: k - above.size]]
+            keep = np.concatenate([above, tied])
+            best, seqs = best[keep], seqs[keep]
+        order = np.lexsort((seqs, -best))
+        return [(int(seqs[i]), -float(best[i])) for i in order]
+
+
+BOUND_MARGIN = 1e-9
+"""Headroom on the bound of what the common phrases can add (their scores are sums of floats)."""
+
+
+def _idf(n: int, df: int) -> float:
+    idf = math.log((n - df + 0.5) / (df + 0.5))
+    return idf if idf > 0.0 else IDF_FLOOR
+
+
+def _bm25(idf: float, tf: Floats, length: Ints, avgdl: float) -> Floats:
+    """One phrase's BM25 term in FTS5's order of operations, to the bit."""
+    return idf * ((tf * (K1 + 1.0)) / (tf + K1 * (1.0 - B + B * length / avgdl)))
 
 
 DENSE_FROM = 16
@@ -485,15 +613,6 @@ def _sum_by_row(rows: Ints, weights: Floats, n: int) -> tuple[Ints, Floats]:
         return distinct, sums[distinct].astype(np.float64, copy=False)
     distinct, inverse = np.unique(rows, return_inverse=True)
     return distinct, np.bincount(inverse, weights=weights, minlength=distinct.size).astype(np.float64)
-
-
-def _distinct(rows: Ints, n: int) -> Ints:
-    """The distinct ``rows`` (each < ``n``), ascending, as :func:`_sum_by_row` chooses its way."""
-    if rows.size * DENSE_FROM >= n:
-        seen = np.zeros(n, dtype=bool)
-        seen[rows] = True
-        return np.flatnonzero(seen).astype(np.int64, copy=False)
-    return np.unique(rows)
 
 
 def _build(

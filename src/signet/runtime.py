@@ -316,7 +316,9 @@ class Runtime:
         self._loaders_started = True
         self.embeddings.start()
         if self.keywords is not None:
-            self.keywords.start()
+            # One after the other: side by side, the two loads' row-by-row reads wait on each
+            # other's GIL (KeywordMirror._wait_for), and recall needs the vectors more.
+            self.keywords.start(after=self.embeddings.loaded)
 
     def stop(self) -> None:
         if not self._running:

@@ -117,6 +117,10 @@ class EmbeddingService:
         self.error: str | None = None if self.makes_vectors else f"embedding provider is '{settings.provider}'"
         self.last_batch_error: str | None = None
         self.stopped_error: str | None = None
+        self.loaded = threading.Event()
+        """Set once the first load of the model and the stored vectors is over, however it
+        ended (ready, unavailable, stopped, no vectors made): the keyword index's build waits
+        for it (signet.runtime.Runtime.start_loaders)."""
         self.embedder: Embedder | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -171,6 +175,7 @@ class EmbeddingService:
     # -- lifecycle -------------------------------------------------------------------------
     def start(self) -> None:
         if not self.makes_vectors:
+            self.loaded.set()
             return
         self._thread = threading.Thread(target=self._run, name="signet-embedder", daemon=True)
         self._thread.start()
@@ -216,6 +221,8 @@ class EmbeddingService:
                 f"background embedder stopped: {exc!r}; new memories get no vectors "
                 "until the daemon restarts (signet restart)"
             )
+        finally:
+            self.loaded.set()
 
     def _loop(self) -> None:
         lower_priority()
@@ -229,6 +236,7 @@ class EmbeddingService:
                 except EmbeddingError as exc:
                     self.state, self.error = "unavailable", str(exc)
                     log.warning("embedding provider unavailable: %s", exc)
+                    self.loaded.set()  # retried with backoff: nothing else waits for that
                     self._stop.wait(min(backoff, 60.0))
                     backoff *= 2
                     continue
@@ -276,6 +284,7 @@ class EmbeddingService:
             self.backend or self.settings.provider,
             len(self.index),
         )
+        self.loaded.set()
 
     def _load_index(self) -> None:
         def fetch(conn: Connection) -> list[Any]:

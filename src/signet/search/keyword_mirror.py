@@ -52,6 +52,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, cast
 
@@ -73,6 +74,8 @@ QUERY_LOCK_WAIT_S = 0.05
 ``CATCH_UP_STEP`` entries takes ~15 ms)."""
 CATCH_UP_STEP = 256
 LOG_KEEP = 20_000
+AFTER_MAX_S = 300.0
+"""The longest the build waits for the vector index to load (:meth:`KeywordMirror._wait_for`)."""
 SETTLED_SQL = (
     "SELECT COALESCE(bool_and(pg_visible_in_snapshot(x, pg_current_snapshot())), true)"
     " FROM pg_snapshot_xip(%s::pg_snapshot) AS x"
@@ -188,6 +191,7 @@ class KeywordMirror:
         self._sync = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
+        self._after: threading.Event | None = None
 
     @property
     def ready(self) -> bool:
@@ -216,8 +220,11 @@ class KeywordMirror:
         return self._ready.wait(timeout)
 
     # -- lifecycle -------------------------------------------------------------------------
-    def start(self) -> None:
+    def start(self, after: threading.Event | None = None) -> None:
+        """Build and follow in a background thread; the build waits for ``after`` first (at
+        most :data:`AFTER_MAX_S`), see :meth:`_wait_for`."""
         self._stop.clear()
+        self._after = after
         self._thread = threading.Thread(target=self._run, name="signet-keywords", daemon=True)
         self._thread.start()
 
@@ -227,8 +234,28 @@ class KeywordMirror:
             self._thread.join(timeout=30)
             self._thread = None
 
+    def _wait_for(self, after: threading.Event) -> None:
+        """Wait until ``after`` is set (the vector index loaded), the daemon stops, or
+        :data:`AFTER_MAX_S` pass.
+
+        Why: both loads read a million rows from SQLite in Python, and run side by side each
+        gives up the GIL at every row it steps and waits for the other's switch interval to get
+        it back: at 100,000 memories the vector load took 15-18 s beside this build instead of
+        0.8 s alone, and the build itself no less (docs/benchmarks.md). Recall needs the
+        vectors more: without them it has no vector leg, while FTS5 answers the keyword leg
+        with the same results until this index is ready."""
+        deadline = time.monotonic() + AFTER_MAX_S
+        while not after.wait(0.2):
+            if self._stop.is_set():
+                raise Stopping
+            if time.monotonic() > deadline:
+                log.warning("keyword index: built without waiting longer for the vector index (%.0f s)", AFTER_MAX_S)
+                return
+
     def _run(self) -> None:
         try:
+            if self._after is not None:
+                self._wait_for(self._after)
             self._follow()
         except Stopping:  # stopped while building: the daemon is shutting down
             log.info("keyword index build abandoned: the daemon is stopping")

@@ -315,12 +315,15 @@ def launch_daemon(ws: Workspace, port: int | None = None, env: dict[str, str] | 
         if proc.poll() is not None:
             raise AssertionError(f"daemon exited with {proc.returncode}: {log.read_text()[-2000:]}")
         try:
-            if httpx.get(f"{d.url}/health", timeout=0.5).status_code == 200:
+            health = httpx.get(f"{d.url}/health", timeout=0.5)
+            # "starting": it listens while its app is built (signet.daemon.boot); tests want the app
+            if health.status_code == 200 and health.json().get("status") != "starting":
                 return d
         except httpx.HTTPError:
-            time.sleep(0.05)
+            pass
+        time.sleep(0.05)
     d.stop()
-    raise AssertionError(f"daemon did not answer /health: {log.read_text()[-2000:]}")
+    raise AssertionError(f"daemon did not serve /health: {log.read_text()[-2000:]}")
 
 
 @pytest.fixture

@@ -253,6 +253,13 @@ Answer = Literal["ours", "other", "none"]
 def check_address(host: str, port: int, secret: str | None, *, timeout: float = 2.0) -> Answer:
     """Who answers at ``host:port``: ``ours`` (a valid proof for ``secret``), ``other`` (a
     daemon of another workspace, or any other program), or ``none`` (nothing listens)."""
+    return check_health(host, port, secret, timeout=timeout)[0]
+
+
+def check_health(host: str, port: int, secret: str | None, *, timeout: float = 2.0) -> tuple[Answer, str | None]:
+    """:func:`check_address`, and the status the daemon gave: ``ok`` or ``degraded`` once it
+    serves, ``starting`` while it builds its app (signet.daemon.boot); None without one (a start
+    that failed answers 503 with its error, and the proof)."""
     challenge = secrets.token_hex(16)
     conn = http.client.HTTPConnection(host.strip("[]"), port, timeout=timeout)
     try:
@@ -260,18 +267,21 @@ def check_address(host: str, port: int, secret: str | None, *, timeout: float = 
         resp = conn.getresponse()
         body = resp.read(65536)
     except ConnectionRefusedError:
-        return "none"
+        return "none", None
     except (OSError, http.client.HTTPException):
-        return "other"
+        return "other", None
     finally:
         conn.close()
     try:
-        got = json.loads(body).get("proof")
-    except (ValueError, AttributeError):
-        return "other"
+        data = json.loads(body)
+    except ValueError:
+        return "other", None
+    if not isinstance(data, dict):
+        return "other", None
+    got, status = data.get("proof"), data.get("status")
     if secret is not None and isinstance(got, str) and hmac.compare_digest(got, proof(secret, challenge)):
-        return "ours"
-    return "other"
+        return "ours", status if isinstance(status, str) else None
+    return "other", None
 
 
 def wrong_workspace_message(port: int, served: str | None, mine: Path) -> str:

@@ -510,9 +510,14 @@ class DeleteResponse(BaseModel):
 
 
 class HealthResponse(BaseModel):
-    """Public: says no more than ok or degraded (version, pid and uptime are in /api/status)."""
+    """Public: says no more than ok, degraded or starting (version, pid and uptime are in
+    /api/status)."""
 
-    status: Literal["ok", "degraded"]
+    status: Literal["ok", "degraded", "starting"]
+    """``starting``: the daemon listens but its app and runtime are still being built (about a
+    second or two; minutes while it backs up and migrates an older database). Any other request
+    sent meanwhile waits and is then served (signet.daemon.boot). ``ok`` or ``degraded``: it
+    serves."""
     proof: str | None = None
     """``HMAC-SHA256(secret, challenge)`` when ``?challenge=`` is given: only the daemon that
     wrote this workspace's ``.daemon/daemon.json`` can compute it (signet.instance)."""

@@ -186,9 +186,10 @@ class Runtime:
         self._running = False
         self.defer_loaders = False
         """Set by the daemon (signet.daemon.server): :meth:`start` leaves the vector and keyword
-        indexes to :meth:`start_loaders`, which the server calls once it listens. Their threads
-        read every memory of the store (a million rows at scale) in Python, and started with
-        the runtime they took the interpreter from the start-up itself, delaying ``/health``."""
+        indexes to :meth:`start_loaders`, which the daemon calls once its app has started (it
+        listens before that, signet.daemon.boot). Their threads read every memory of the store
+        (a million rows at scale) in Python, and started with the runtime they took the
+        interpreter from the start-up itself, delaying the API."""
         self._loaders_started = False
 
     def reload_config(self) -> bool:

@@ -13,7 +13,7 @@ import httpx
 import pytest
 from fastapi.testclient import TestClient
 
-from signet.auth.install import check_bind
+from signet.auth.bind import check_bind
 from signet.config import Settings
 from signet.daemon.app import create_app
 from signet.errors import ConfigError

@@ -24,7 +24,9 @@ def test_a_deferring_runtime_loads_only_when_asked(make_workspace: Callable[...,
     rt.start()
     try:
         assert rt.embeddings._thread is None and rt.keywords is not None and rt.keywords._thread is None
-        assert rt.embeddings.state == "loading" and rt.keywords.state().state != "ready"  # what /api/status says meanwhile
+        assert (
+            rt.embeddings.state == "loading" and rt.keywords.state().state != "ready"
+        )  # what /api/status says meanwhile
         rt.start_loaders()
         first = rt.embeddings._thread
         rt.start_loaders()  # once

@@ -168,6 +168,7 @@ def test_export_import_export_is_byte_identical(
     assert "already stored: 5 memories by id" in out and "2 entities, 1 relations" in out
     ok(signet(b, "export", "--vectors", "--force", str(round_trip)))
     assert round_trip.read_bytes() == first.read_bytes()
+    b.wait_embedder()  # the model loads in the background after start (a loaded machine: seconds)
     with b.client() as c:  # and recall works on what was imported (the vectors were indexed)
         found = c.post("/api/memory/recall", json={"query": "who runs the staging server?"}).json()
         assert found["vector_search"]["available"] and "hermes" in found["results"][0]["content"]

@@ -8,9 +8,10 @@ import logging
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from signet.auth.agents import Roster
+from signet.auth.bind import LOOPBACK_NAMES, Mode, effective_mode
 from signet.auth.ratelimit import HitCounter, RateLimiter, SharedRateLimiter
 from signet.auth.tokens import Claims, load_secret, token_id, verify
 from signet.config import Settings
@@ -18,13 +19,6 @@ from signet.errors import InvalidRequest, Unauthorized
 from signet.store.database import Database
 
 log = logging.getLogger(__name__)
-Mode = Literal["local", "team", "hybrid"]
-LOOPBACK_NAMES = frozenset({"localhost", "127.0.0.1", "::1", "[::1]"})
-
-
-def effective_mode(settings: Settings) -> Mode:
-    """``authMode`` (the spec's top-level spelling) wins over ``auth.mode``."""
-    return settings.auth_mode or settings.auth.mode
 
 
 @functools.lru_cache(maxsize=256)

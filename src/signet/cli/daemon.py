@@ -17,7 +17,6 @@ import typer
 from signet import instance
 from signet.address import base_url, resolve_address
 from signet.cli.app import app
-from signet.cli.client import DaemonClient
 from signet.errors import SignetError, WrongWorkspace
 from signet.workspace import Workspace
 
@@ -81,6 +80,8 @@ def _abandon(proc: subprocess.Popen[bytes], ws: Workspace) -> None:
 def _port_taken(host: str, port: int, ws: Workspace) -> SignetError:
     """Why ``host:port`` is not ours: another workspace's daemon (which names its workspace to
     callers on this machine) or another program."""
+    from signet.cli.client import DaemonClient
+
     taken = SignetError(f"port {port} on {host} is taken by another program; use --port or SIGNET_PORT")
     client = DaemonClient(base_url(host, port), timeout=3.0, workspace=ws.root)
     try:
@@ -106,11 +107,13 @@ def start(
 ) -> None:
     """Start the daemon in the background (identity in .daemon/daemon.json, logs in .daemon/logs/).
 
-    Done only when the daemon at the address proves it is this workspace's (signet.instance);
-    a start that fails stops what it spawned and leaves no daemon behind."""
+    Done only when the daemon at the address proves it is this workspace's (signet.instance) and
+    has started (``/health`` ok or degraded, not ``starting``: it listens before its app is
+    built, signet.daemon.boot); a start that fails stops what it spawned and leaves no daemon
+    behind."""
     ws = Workspace.from_env()
     h, p = resolve_address(host, port)
-    from signet.auth.install import check_bind
+    from signet.auth.bind import check_bind
 
     check_bind(h, ws.settings())  # refuse a non-loopback bind in local mode before spawning
     from signet.daemon.server import preflight
@@ -159,6 +162,7 @@ def start(
         )
     deadline = time.monotonic() + wait
     told = False
+    seen: str | None = None  # what its /health said last, once it answered with the proof
     while True:
         code = proc.poll()
         if code is not None:
@@ -167,13 +171,13 @@ def start(
                 raise _port_taken(h, p, ws)
             tail = _tail(out, 5)
             raise SignetError(
-                f"the daemon exited with {code} before answering at {url}"
+                f"the daemon exited with {code} before it started at {url}"
                 + (f"; last log lines: {tail}" if tail else f"; see {out}")
             )
         mine = instance.read_instance(ws.daemon_dir)
         if mine is not None and mine.pid == proc.pid:
-            answer = instance.check_address(h, p, mine.secret)
-            if answer == "ours":
+            answer, seen = instance.check_health(h, p, mine.secret)
+            if answer == "ours" and seen in ("ok", "degraded"):
                 break
             if answer == "other":
                 _abandon(proc, ws)
@@ -193,8 +197,9 @@ def start(
                 continue
             _abandon(proc, ws)
             tail = _tail(out, 5)
+            what = "finish starting" if seen == "starting" else "answer"
             raise SignetError(
-                f"the daemon did not answer at {url} within {wait:g}s; it was stopped"
+                f"the daemon did not {what} at {url} within {wait:g}s; it was stopped"
                 + (f"; last log lines: {tail}" if tail else f"; see {out}")
             )
         time.sleep(0.1)
@@ -250,8 +255,14 @@ def status(
     port: PortOpt = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the raw status JSON.")] = False,
 ) -> None:
-    """Daemon status: version, memories, embedding coverage, vector search."""
+    """Daemon status: version, memories, embedding coverage, vector search (or that it is
+    still starting: it answers /health before its app is built)."""
+    from signet.cli.client import DaemonClient
+
     client = DaemonClient(base_url(host, port))
+    if not as_json and client.health().status == "starting":  # --json waits for the app instead
+        typer.echo(f"signet daemon at {client.url} is starting (building its app); ask again in a moment")
+        return
     data = client.status().model_dump(mode="json")
     if as_json:
         typer.echo(json.dumps(data, indent=2))

@@ -29,7 +29,9 @@ Challenge = Annotated[
     responses={422: {"model": ErrorResponse}},
 )
 def health(runtime: RuntimeDep, challenge: Challenge = None) -> HealthResponse:
-    """Answers as soon as the daemon listens (the embedding model loads in the background).
+    """Answers once the app is built (the embedding model loads in the background); before
+    that, from the moment the daemon listens, the boot shell answers ``starting`` with the same
+    proof and validation (signet.daemon.boot).
 
     Public, so it says only ``ok`` or ``degraded``; with ``?challenge=`` it adds the proof
     that clients check before they trust this address (signet.instance). It also asks the

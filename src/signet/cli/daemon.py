@@ -63,6 +63,11 @@ def daemon(
     serve(ws, h, p, stderr_level=level, accept_empty_database=accept_empty_database)
 
 
+EXIT_GRACE_S = 5.0
+"""How long `signet start` lets a daemon that stopped answering finish exiting before it calls
+whatever answers at the address another program."""
+
+
 def _abandon(proc: subprocess.Popen[bytes], ws: Workspace) -> None:
     """Stop a daemon this start spawned and gave up on, with anything it started, and remove
     the files it left: a failed start leaves no daemon that ``signet stop`` does not know."""
@@ -180,6 +185,12 @@ def start(
             if answer == "ours" and seen in ("ok", "degraded"):
                 break
             if answer == "other":
+                # A daemon whose start failed closes its connections as it exits (signet.daemon.boot):
+                # a dropped connection is then its exit, reported above with its line, not a stranger.
+                with contextlib.suppress(subprocess.TimeoutExpired):
+                    proc.wait(timeout=EXIT_GRACE_S)
+                if proc.poll() is not None:
+                    continue
                 _abandon(proc, ws)
                 raise _port_taken(h, p, ws)
         if time.monotonic() > deadline:

@@ -34,3 +34,13 @@ def check_bind(host: str, settings: Settings) -> None:
             "loopback. Set `auth: {mode: team}` (or hybrid) in agent.yaml and create tokens with "
             "`signet token create`, or bind 127.0.0.1. See docs/security.md."
         )
+
+
+def host_name(host_header: str) -> str:
+    """The name in a Host header, lower-cased and without its port (``[::1]:3850`` -> ``[::1]``)."""
+    name = host_header.strip().lower()
+    if name.startswith("["):
+        return name[: name.find("]") + 1]
+    if name.count(":") == 1:
+        return name.split(":", 1)[0]
+    return name

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from signet.auth.agents import Roster
-from signet.auth.bind import LOOPBACK_NAMES, Mode, effective_mode
+from signet.auth.bind import LOOPBACK_NAMES, Mode, effective_mode, host_name
 from signet.auth.ratelimit import HitCounter, RateLimiter, SharedRateLimiter
 from signet.auth.tokens import Claims, load_secret, token_id, verify
 from signet.config import Settings
@@ -102,11 +102,7 @@ class AuthState:
         """Only our own names, so a page on another site reaching us by DNS rebinding is refused."""
         if host_header is None:
             return True  # HTTP/1.0 without Host: no browser sends this
-        name = host_header.strip().lower()
-        if name.startswith("["):
-            name = name[: name.find("]") + 1]
-        elif name.count(":") == 1:
-            name = name.split(":", 1)[0]
+        name = host_name(host_header)
         if name in self.allowed_hosts:
             return True
         # Starlette's TestClient: host "testserver" from the peer "testclient", which no real

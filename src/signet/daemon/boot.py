@@ -39,6 +39,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 from urllib.parse import parse_qsl
 
+from signet.auth.bind import host_name
 from signet.errors import SignetError
 from signet.instance import CHALLENGE_MAX, WORKSPACE_HEADER, proof
 
@@ -264,7 +265,7 @@ class BootShell:
                 return False
             if name == b"host" and host is None:
                 host = value.decode("latin-1")
-        return host is None or _host_name(host) in self._hosts
+        return host is None or host_name(host) in self._hosts
 
     async def _health(self, scope: Scope, send: Send) -> None:
         """``starting`` (200), or after a failed or stopped start its 503: with the proof either
@@ -379,16 +380,6 @@ def one_line(exc: BaseException) -> str:
         return f"{exc.strerror or exc}{where}"
     text = str(exc).strip().splitlines()
     return f"{type(exc).__name__}: {text[0]}" if text else type(exc).__name__
-
-
-def _host_name(host: str) -> str:
-    """The name in a Host header, without its port (as signet.auth.state.AuthState reads it)."""
-    name = host.strip().lower()
-    if name.startswith("["):
-        return name[: name.find("]") + 1]
-    if name.count(":") == 1:
-        return name.split(":", 1)[0]
-    return name
 
 
 def _challenge_problem(challenge: str) -> str | None:

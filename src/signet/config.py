@@ -120,6 +120,21 @@ class ScoringSettings(Section):
     window: int = Field(20, ge=2, le=200, description="best-matching candidates compared for currentness")
 
 
+class DampeningSettings(Section):
+    """Post-fusion dampening (signet.search.dampening, spec 001): each stage on its own switch."""
+
+    gravity: bool = Field(False, description="x gravity_factor for a vector-found memory sharing no query word")
+    gravity_factor: float = Field(0.5, ge=0.0, le=1.0, description="gravity's multiplier")
+    gravity_min_cosine: float = Field(0.3, ge=0.0, le=1.0, description="cosine from which gravity applies")
+    hub: bool = Field(False, description="x hub_factor for a memory linked only to hub entities")
+    hub_factor: float = Field(0.7, ge=0.0, le=1.0, description="hub's multiplier")
+    hub_percentile: float = Field(
+        0.9, ge=0.0, le=1.0, description="an entity mentioned more than this share of its agent's entities is a hub"
+    )
+    resolution: bool = Field(False, description="x resolution_factor for decisions, rules and dated memories")
+    resolution_factor: float = Field(1.2, ge=1.0, le=2.0, description="resolution's multiplier")
+
+
 class SearchSettings(Section):
     alpha: float = Field(0.7, ge=0.0, le=1.0, description="vector weight; 1 - alpha goes to BM25")
     top_k: int = Field(50, ge=1, le=1000, description="candidates taken from each leg before fusion")
@@ -143,6 +158,7 @@ class SearchSettings(Section):
         "approximate) instead of every row's coarse projection; 0: never (applies at the next start)",
     )
     scoring: ScoringSettings = Field(default_factory=ScoringSettings)
+    dampening: DampeningSettings = Field(default_factory=DampeningSettings)
 
 
 HARNESS_CLIS = {"claude-code": "claude", "codex": "codex", "opencode": "opencode"}

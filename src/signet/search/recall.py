@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from signet.config import Settings, TraversalSettings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
-from signet.search import lifescore, supersession, traversal
+from signet.search import dampening, lifescore, supersession, traversal
 from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
@@ -142,6 +142,7 @@ class Recaller:
         self.keywords = keywords
         """The in-memory mirror of ``memories_ctx_fts`` (signet.search.keyword_mirror), when on."""
         self.speakers = SpeakerNames()
+        self._hub_thresholds = dampening.HubThresholds()
 
     def vector_state(self) -> tuple[bool, str | None]:
         emb = self.embeddings
@@ -237,6 +238,7 @@ class Recaller:
                 {m: c.score for m, c in candidates.items()}, flat, graph, self._traversal, limit
             ).items():
                 candidates[mid].score = score
+        self._dampen(candidates, rows, keywords.terms)
         marks = self._currentness(candidates, rows, flt, where, params, limit=limit, reorder=named_time is None)
         ranked = sorted((c for c in candidates.values() if c.match >= min_score), key=lambda c: c.score, reverse=True)[
             :limit
@@ -332,6 +334,33 @@ class Recaller:
                     candidates[mid] = Candidate(mid, score=score, match=match)
                     found.setdefault(mid, supersession.Mark(superseded=False, superseded_by=None, current=True))
         return found
+
+    def _dampen(self, candidates: dict[str, Candidate], rows: dict[str, Any], terms: list[tuple[str, bool]]) -> None:
+        """Post-fusion dampening (signet.search.dampening), each stage when its switch is on."""
+        cfg = self.settings.search.dampening
+        if not (cfg.gravity or cfg.hub or cfg.resolution) or not candidates:
+            return
+        scores = {m: c.score for m, c in candidates.items()}
+        contents = {m: r["content"] for m, r in rows.items()}
+        if cfg.gravity:
+            cosines = {m: c.vector for m, c in candidates.items()}
+            scores = dampening.gravity(
+                scores, contents, cosines, terms, factor=cfg.gravity_factor, min_cosine=cfg.gravity_min_cosine
+            )
+        if cfg.hub:
+
+            def read(conn: Connection) -> tuple[dict[str, set[str]], set[str]]:
+                links = dampening.entity_links(conn, scores)
+                linked = set().union(*links.values()) if links else set()
+                return links, self._hub_thresholds.hubs(conn, linked, cfg.hub_percentile)
+
+            links, hubs = self.db.read(read)
+            scores = dampening.hub(scores, links, hubs, factor=cfg.hub_factor)
+        if cfg.resolution:
+            types = {m: r["type"] for m, r in rows.items()}
+            scores = dampening.resolution(scores, types, contents, factor=cfg.resolution_factor)
+        for mid, score in scores.items():
+            candidates[mid].score = score
 
     def _blend_thread_context(self, qvec: Any, candidates: dict[str, Candidate]) -> None:
         """Each candidate's cosine judged with its thread neighbours too (signet.search.neighbours)."""

@@ -28,6 +28,8 @@ TOOLS = {
     "knowledge_list_entities",
     "knowledge_get_entity",
     "knowledge_expand",
+    "knowledge_list_attributes",
+    "knowledge_claims",
     "secret_list",
     "secret_exec",
 }

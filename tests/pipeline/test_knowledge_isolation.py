@@ -112,6 +112,16 @@ def test_the_owner_sees_its_knowledge_and_marks(env: tuple[Workspace, Runtime, d
         detail = c.get(f"/api/knowledge/entities/{_entity(c, alice)}", headers=alice).json()
         values = {t["value"]: t["status"] for a in detail["aspects"] for t in a["attributes"]}
         assert values == {"Berlin": "superseded", "Paris": "active"}
+        (claim,) = c.get("/api/knowledge/claims", headers=alice).json()["claims"]
+        assert claim["entity_name"] == "Alice Moreau" and claim["aspect"] == "home"
+        assert claim["current"]["value"] == "Paris" and claim["current"]["source_memory_id"] == ids["alice-new"]
+        assert [(h["value"], h["status"]) for h in claim["history"]] == [("Berlin", "superseded")]
+        assert claim["history"][0]["superseded_at"] is not None
+        # the MCP tools (through the SDK's async client) pass their arguments on
+        res = _mcp(c, alice, "knowledge_claims", {"changed": True, "limit": 5})["structuredContent"]
+        assert [k["current"]["value"] for k in res["claims"]] == ["Paris"]
+        res = _mcp(c, alice, "knowledge_list_attributes", {"status": "superseded", "aspect": "home"})
+        assert [a["value"] for a in res["structuredContent"]["attributes"]] == ["Berlin"]
     # the fact derived from the private memory is private too
     derived = rows(
         rt, "SELECT visibility FROM memories WHERE source_type = 'pipeline' AND source_id = ?", ids["alice-new"]
@@ -149,9 +159,16 @@ def _check_reader(
         assert r.status_code == 404 and "Berlin" not in r.text and "Paris" not in r.text
     r = c.get("/api/knowledge/entities", headers=tok, params={"agent_id": "alice"})
     assert r.status_code == 403 and r.json()["reason"] == "scope_mismatch"
+    for path in ("/api/knowledge/attributes", "/api/knowledge/claims"):
+        r = c.get(path, headers=tok, params={"status": "all"} if path.endswith("attributes") else {})
+        assert r.status_code == 200 and "Berlin" not in r.text and "Paris" not in r.text, (reader, r.text)
+        r = c.get(path, headers=tok, params={"entity_id": alice_entity})
+        assert r.status_code == 404 and "Berlin" not in r.text
     if reader == "bob":  # bob's own claim about the same name is his, and not superseded by alice's
         own = c.get(f"/api/knowledge/entities/{_entity(c, tok)}", headers=tok).json()
         assert [(t["value"], t["status"]) for a in own["aspects"] for t in a["attributes"]] == [("Lyon", "active")]
+        claims = c.get("/api/knowledge/claims", headers=tok).json()["claims"]
+        assert [(k["current"]["value"], k["history"]) for k in claims] == [("Lyon", [])]
     if not mcp:
         return
     # MCP tools with the same token
@@ -159,6 +176,11 @@ def _check_reader(
     assert res["isError"] is True and "Berlin" not in str(res) and "Paris" not in str(res)
     res = _mcp(c, tok, "knowledge_expand", {"entity_id": alice_entity})
     assert res["isError"] is True and OLD not in str(res)
+    for tool in ("knowledge_list_attributes", "knowledge_claims"):
+        res = _mcp(c, tok, tool, {})
+        assert res["isError"] is False and "Berlin" not in str(res) and "Paris" not in str(res), (reader, res)
+        res = _mcp(c, tok, tool, {"entity_id": alice_entity})
+        assert res["isError"] is True and "Berlin" not in str(res)
     res = _mcp(c, tok, "knowledge_list_entities", {"q": "moreau"})
     assert alice_entity not in {e["id"] for e in res["structuredContent"]["entities"]}
     res = _mcp(c, tok, "memory_search", {"query": "Alice Moreau Berlin", "min_score": 0})

@@ -83,6 +83,8 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("GET", "/api/knowledge/entities"): "recall",
     ("GET", "/api/knowledge/entities/{entity_id}"): "recall",
     ("GET", "/api/knowledge/entities/{entity_id}/expand"): "recall",
+    ("GET", "/api/knowledge/attributes"): "recall",
+    ("GET", "/api/knowledge/claims"): "recall",
     ("POST", "/api/memory/{memory_id}/recover"): "recover",
     ("POST", "/api/memory/modify"): "modify",
     ("POST", "/api/memory/forget"): "forget",

@@ -141,7 +141,8 @@ def list_entities(
     return EntityList(agent_id=agent, entities=[_summary(conn, r) for r in rows], total=total)
 
 
-def _entity(conn: Connection, agent: str, entity_id: str) -> Any:
+def entity_row(conn: Connection, agent: str, entity_id: str) -> Any:
+    """The entity row of ``agent`` (404 for an unknown id or another agent's)."""
     row = conn.execute("SELECT * FROM entities WHERE id = ? AND agent_id = ?", (entity_id, agent)).fetchone()
     if row is None:
         raise NotFound(f"no entity {entity_id!r}; list them with GET /api/knowledge/entities")
@@ -164,7 +165,7 @@ def _related(conn: Connection, entity_id: str, limit: int) -> list[Related]:
 def get_entity(conn: Connection, agent: str, entity_id: str) -> EntityDetail:
     """One entity of the agent with its aspects, their attributes (current and superseded) and
     its related entities; 404 for an unknown id or another agent's."""
-    row = _entity(conn, agent, entity_id)
+    row = entity_row(conn, agent, entity_id)
     aspects: list[Aspect] = []
     for a in conn.execute("SELECT * FROM entity_aspects WHERE entity_id = ? ORDER BY aspect_name", (entity_id,)):
         attrs = [
@@ -219,7 +220,7 @@ def expand(
 ) -> Expansion:
     """The memories an entity leads to (its current attributes' sources, then its mentions;
     newest first) that the caller's scope may read, and its related entities."""
-    row = _entity(conn, agent, entity_id)
+    row = entity_row(conn, agent, entity_id)
     where, params = MemoryFilter(scope=scope).sql(decay_rate)
     rows = conn.execute(
         "SELECT m.id, m.content, m.created_at, m.who, m.project, src.via FROM ("

@@ -31,6 +31,7 @@ from pydantic_core import PydanticUndefined
 from signet import __version__
 from signet.errors import InvalidRequest, NotFound, RateLimited, SignetError
 from signet.hooks.models import IdentityName
+from signet.knowledge.facts import AttributeList, ClaimList, Status
 from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackRequest, FeedbackResponse
 from signet.models import (
@@ -219,6 +220,14 @@ async def _expand(c: AsyncSignetClient, a: dict[str, Any]) -> Expansion:
     return await c.knowledge_expand(a["entity_id"], **given(a, "limit"))
 
 
+async def _attributes(c: AsyncSignetClient, a: dict[str, Any]) -> AttributeList:
+    return await c.knowledge_attributes(**given(a, "entity_id", "aspect", "claim_key", "status", "q", "limit"))
+
+
+async def _claims(c: AsyncSignetClient, a: dict[str, Any]) -> ClaimList:
+    return await c.knowledge_claims(**given(a, "entity_id", "claim_key", "changed", "limit"))
+
+
 ENTITY_ID = [param("entity_id", Annotated[str, Field(min_length=1, max_length=200, description="an entity id")])]
 
 
@@ -348,6 +357,38 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         [*ENTITY_ID, param("limit", Annotated[int | None, Field(ge=1, le=200)], None)],
         Expansion,
         _expand,
+        read_only=True,
+    )
+    t.add(
+        "knowledge_list_attributes",
+        "Facts about your entities across all of them (newest first): filter by entity, aspect, claim key or "
+        "text; `status` active (default), superseded or all.",
+        [
+            param("entity_id", Annotated[str | None, Field(min_length=1, max_length=200)], None),
+            param(
+                "aspect", Annotated[str | None, Field(min_length=1, max_length=200, description="aspect name")], None
+            ),
+            param("claim_key", Annotated[str | None, Field(min_length=1, max_length=500)], None),
+            param("status", Annotated[Status | None, Field(description="active, superseded or all")], None),
+            param("q", Annotated[str | None, Field(max_length=200, description="part of the key or value")], None),
+            param("limit", Annotated[int | None, Field(ge=1, le=500)], None),
+        ],
+        AttributeList,
+        _attributes,
+        read_only=True,
+    )
+    t.add(
+        "knowledge_claims",
+        "What is true now and what it replaced: each claim (an entity's fact that a newer value supersedes) with "
+        "its current value and its history, most recently changed first; `changed` keeps the ones that changed.",
+        [
+            param("entity_id", Annotated[str | None, Field(min_length=1, max_length=200)], None),
+            param("claim_key", Annotated[str | None, Field(min_length=1, max_length=500)], None),
+            param("changed", Annotated[bool | None, Field(description="only claims with a superseded value")], None),
+            param("limit", Annotated[int | None, Field(ge=1, le=200)], None),
+        ],
+        ClaimList,
+        _claims,
         read_only=True,
     )
     t.add(

@@ -232,6 +232,8 @@ class _Operations:
     knowledge_entities = Op(_ops.knowledge_entities)
     knowledge_entity = Op(_ops.knowledge_entity)
     knowledge_expand = Op(_ops.knowledge_expand)
+    knowledge_attributes = Op(_ops.knowledge_attributes)
+    knowledge_claims = Op(_ops.knowledge_claims)
     status = Op(_ops.status)
     health = Op(_ops.health)
     session_start = Op(_ops.session_start)

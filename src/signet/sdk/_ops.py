@@ -27,6 +27,7 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
+from signet.knowledge.facts import AttributeList, ClaimList, Status
 from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse
 from signet.models import (
@@ -211,6 +212,55 @@ def knowledge_expand(entity_id: str, *, agent_id: str | None = None, limit: int 
         f"/api/knowledge/entities/{_id(entity_id)}/expand",
         parser(Expansion),
         params=query(agent_id=agent_id, limit=limit),
+    )
+
+
+def knowledge_attributes(
+    *,
+    entity_id: str | None = None,
+    aspect: str | None = None,
+    claim_key: str | None = None,
+    status: Status = "active",
+    q: str | None = None,
+    agent_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Call[AttributeList]:
+    """The agent's attributes across its entities, newest first (``GET /api/knowledge/attributes``)."""
+    return Call(
+        "GET",
+        "/api/knowledge/attributes",
+        parser(AttributeList),
+        params=query(
+            entity_id=entity_id,
+            aspect=aspect,
+            claim_key=claim_key,
+            status=status,
+            q=q,
+            agent_id=agent_id,
+            limit=limit,
+            offset=offset,
+        ),
+    )
+
+
+def knowledge_claims(
+    *,
+    entity_id: str | None = None,
+    claim_key: str | None = None,
+    changed: bool = False,
+    agent_id: str | None = None,
+    limit: int = 50,
+    offset: int = 0,
+) -> Call[ClaimList]:
+    """The agent's claims with their current value and the values it replaced (``GET /api/knowledge/claims``)."""
+    return Call(
+        "GET",
+        "/api/knowledge/claims",
+        parser(ClaimList),
+        params=query(
+            entity_id=entity_id, claim_key=claim_key, changed=changed, agent_id=agent_id, limit=limit, offset=offset
+        ),
     )
 
 

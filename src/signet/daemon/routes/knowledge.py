@@ -1,5 +1,6 @@
 """Knowledge-graph reads (docs/api.md, docs/recall.md#the-knowledge-graph): the entities, aspects
-and attributes of one agent, and an entity expanded to the memories it leads to."""
+and attributes of one agent, an entity expanded to the memories it leads to, and the agent's
+attributes and claims across its entities."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from signet.daemon.deps import RuntimeDep, ScopeDep
-from signet.knowledge import read
+from signet.knowledge import facts, read
 from signet.models import ErrorResponse
 
 router = APIRouter(
@@ -56,4 +57,66 @@ def expand_entity(
     agent = read.agent_for(scope, agent_id)
     return runtime.db.read(
         lambda c: read.expand(c, agent, entity_id, scope, limit=limit, decay_rate=runtime.settings.memory.decay_rate)
+    )
+
+
+@router.get("/api/knowledge/attributes", response_model=facts.AttributeList)
+def list_attributes(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    entity_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    aspect: Annotated[str | None, Query(min_length=1, max_length=200, description="aspect name")] = None,
+    claim_key: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
+    status: facts.Status = "active",
+    q: Annotated[str | None, Query(max_length=200, description="substring of the key or value")] = None,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> facts.AttributeList:
+    """The agent's attributes across its entities, newest first (current ones unless ``status``)."""
+    agent = read.agent_for(scope, agent_id)
+    decay = runtime.settings.memory.decay_rate
+    return runtime.db.read(
+        lambda c: facts.list_attributes(
+            c,
+            agent,
+            scope,
+            entity_id=entity_id,
+            aspect=aspect,
+            claim_key=claim_key,
+            status=status,
+            query=q,
+            limit=limit,
+            offset=offset,
+            decay_rate=decay,
+        )
+    )
+
+
+@router.get("/api/knowledge/claims", response_model=facts.ClaimList)
+def list_claims(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    entity_id: Annotated[str | None, Query(min_length=1, max_length=200)] = None,
+    claim_key: Annotated[str | None, Query(min_length=1, max_length=500)] = None,
+    changed: Annotated[bool, Query(description="only claims with a superseded value")] = False,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> facts.ClaimList:
+    """The agent's claims, most recently changed first: each one's current value and the values it replaced."""
+    agent = read.agent_for(scope, agent_id)
+    decay = runtime.settings.memory.decay_rate
+    return runtime.db.read(
+        lambda c: facts.list_claims(
+            c,
+            agent,
+            scope,
+            entity_id=entity_id,
+            claim_key=claim_key,
+            changed_only=changed,
+            limit=limit,
+            offset=offset,
+            decay_rate=decay,
+        )
     )

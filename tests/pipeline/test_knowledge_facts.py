@@ -146,6 +146,17 @@ def test_a_project_token_reads_only_its_projects_facts(env: Env) -> None:
     assert [(k["current"]["value"], [h["value"] for h in k["history"]]) for k in claims] == [("Initech", ["Acme"])]
     r = _get(rt, "/api/knowledge/claims", tok, changed=True)
     assert "Paris" not in r.text and "Berlin" not in r.text
+    # one entity's detail keeps the same rule: its home facts come from the other project
+    alice = _get(rt, "/api/knowledge/entities", tok, q="moreau").json()["entities"][0]["id"]
+    detail = _get(rt, f"/api/knowledge/entities/{alice}", tok).json()
+    assert sorted(t["value"] for a in detail["aspects"] for t in a["attributes"]) == ["Acme", "Initech"]
+    local = _get(rt, f"/api/knowledge/entities/{alice}").json()
+    assert sorted(t["value"] for a in local["aspects"] for t in a["attributes"]) == [
+        "Acme",
+        "Berlin",
+        "Initech",
+        "Paris",
+    ]
 
 
 def test_a_forgotten_memorys_fact_is_hidden(env: Env) -> None:

@@ -16,8 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from signet.knowledge.read import Attribute, entity_row
-from signet.store.filters import MemoryFilter
+from signet.knowledge.read import Attribute, entity_row, visible_facts
 from signet.store.scope import ReadScope
 from signet.store.sqlite import Connection
 
@@ -60,15 +59,6 @@ class ClaimList(BaseModel):
     agent_id: str
     claims: list[Claim]
     total: int
-
-
-def _visible(scope: ReadScope, decay_rate: float) -> tuple[str, list[Any]]:
-    """SQL (over ``entity_attributes t``) keeping facts whose source memory the caller may read."""
-    where, params = MemoryFilter(scope=scope).sql(decay_rate)
-    return (
-        f"(t.source_memory_id IS NULL OR EXISTS (SELECT 1 FROM memories m WHERE m.id = t.source_memory_id AND {where}))",
-        params,
-    )
 
 
 def _attribute(r: Any) -> EntityAttribute:
@@ -114,7 +104,7 @@ def list_attributes(
     agent's), aspect name, claim key, status and a substring of the key or value."""
     if entity_id is not None:
         entity_row(conn, agent, entity_id)
-    visible, params = _visible(scope, decay_rate)
+    visible, params = visible_facts(scope, decay_rate)
     clauses, args = ["t.agent_id = ?", visible], [agent, *params]
     if entity_id is not None:
         clauses.append("t.entity_id = ?")
@@ -160,7 +150,7 @@ def list_claims(
     claims that have a superseded value (what changed over time)."""
     if entity_id is not None:
         entity_row(conn, agent, entity_id)
-    visible, params = _visible(scope, decay_rate)
+    visible, params = visible_facts(scope, decay_rate)
     clauses, args = ["t.agent_id = ?", "t.claim_key IS NOT NULL", visible], [agent, *params]
     if entity_id is not None:
         clauses.append("t.entity_id = ?")

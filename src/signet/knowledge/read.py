@@ -103,6 +103,18 @@ def agent_for(scope: ReadScope, requested: str | None) -> str:
     return requested or "default"
 
 
+def visible_facts(scope: ReadScope, decay_rate: float) -> tuple[str, list[Any]]:
+    """SQL (over ``entity_attributes t``) keeping the facts whose source memory the caller may
+    read (the filter recall applies): an attribute's value is text taken from its memory, and a
+    token scoped to one project must not read another project's memories through their facts.
+    A fact with no source memory (written through the API) is kept."""
+    where, params = MemoryFilter(scope=scope).sql(decay_rate)
+    return (
+        f"(t.source_memory_id IS NULL OR EXISTS (SELECT 1 FROM memories m WHERE m.id = t.source_memory_id AND {where}))",
+        params,
+    )
+
+
 def _summary(conn: Connection, row: Any) -> EntitySummary:
     aliases = [r[0] for r in conn.execute("SELECT alias FROM entity_aliases WHERE entity_id = ?", (row["id"],))]
     pin = conn.execute("SELECT pin_type FROM entity_pinning WHERE entity_id = ?", (row["id"],)).fetchone()
@@ -162,10 +174,14 @@ def _related(conn: Connection, entity_id: str, limit: int) -> list[Related]:
     return [Related(id=r[0], name=r[1], via=r[2], strength=r[3]) for r in rows]
 
 
-def get_entity(conn: Connection, agent: str, entity_id: str) -> EntityDetail:
+def get_entity(
+    conn: Connection, agent: str, entity_id: str, scope: ReadScope | None = None, *, decay_rate: float = 0.95
+) -> EntityDetail:
     """One entity of the agent with its aspects, their attributes (current and superseded) and
-    its related entities; 404 for an unknown id or another agent's."""
+    its related entities; 404 for an unknown id or another agent's. With ``scope``, only the
+    attributes whose source memory it may read (:func:`visible_facts`)."""
     row = entity_row(conn, agent, entity_id)
+    visible, params = visible_facts(scope, decay_rate) if scope is not None else ("1 = 1", [])
     aspects: list[Aspect] = []
     for a in conn.execute("SELECT * FROM entity_aspects WHERE entity_id = ? ORDER BY aspect_name", (entity_id,)):
         attrs = [
@@ -185,7 +201,9 @@ def get_entity(conn: Connection, agent: str, entity_id: str) -> EntityDetail:
                 created_at=t["created_at"],
             )
             for t in conn.execute(
-                "SELECT * FROM entity_attributes WHERE aspect_id = ? ORDER BY status, created_at DESC", (a["id"],)
+                f"SELECT * FROM entity_attributes t WHERE t.aspect_id = ? AND {visible}"
+                " ORDER BY t.status, t.created_at DESC",
+                (a["id"], *params),
             )
         ]
         aspects.append(

@@ -40,9 +40,11 @@ def list_entities(
 def get_entity(
     runtime: RuntimeDep, scope: ScopeDep, entity_id: EntityId, agent_id: AgentParam = None
 ) -> read.EntityDetail:
-    """One entity with its aspects, attributes (current and superseded) and related entities."""
+    """One entity with its aspects, attributes (current and superseded; those of memories the caller may
+    read) and related entities."""
     agent = read.agent_for(scope, agent_id)
-    return runtime.db.read(lambda c: read.get_entity(c, agent, entity_id))
+    decay = runtime.settings.memory.decay_rate
+    return runtime.db.read(lambda c: read.get_entity(c, agent, entity_id, scope, decay_rate=decay))
 
 
 @router.get("/api/knowledge/entities/{entity_id}/expand", response_model=read.Expansion)

@@ -120,6 +120,9 @@ class HookRememberRequest(HookRequest):
 class HookRecallRequest(HookRequest):
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     limit: Annotated[int, Field(ge=1, le=50)] = 5
+    expand: bool = Field(
+        False, description="Attach the transcript turns the best results came from (as `POST /api/memory/recall`)."
+    )
 
 
 class PreCompactionRequest(HookRequest):

@@ -498,7 +498,7 @@ class HookService:
         return saved
 
     def recall(self, req: HookRecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
-        return self.memory.recall(RecallRequest(query=req.query, limit=req.limit), scope=scope)
+        return self.memory.recall(RecallRequest(query=req.query, limit=req.limit, expand=req.expand), scope=scope)
 
     # -- compaction ------------------------------------------------------------------------
     def pre_compaction(self, req: PreCompactionRequest, *, scope: ReadScope = UNSCOPED) -> PreCompactionResponse:

@@ -94,7 +94,7 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         ids["deploy-key"] = ingest(c, "deploy-1", DEPLOY_TURNS, project="alpha")
         ids["beta-key"] = ingest(c, "beta-1", BETA_TURNS, project="beta")
         ids["alice-key"] = ingest(c, "alice-1", ALICE_TURNS, agent_id="alice")
-        extracted = {"source_type": "pipeline", "project": "alpha"}
+        extracted: dict[str, Any] = {"source_type": "pipeline", "project": "alpha"}
         ids["deploy"] = remember(
             c, "The deploy target is the Frankfurt cluster", source_id=ids["deploy-key"], **extracted
         )

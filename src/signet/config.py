@@ -706,6 +706,15 @@ class HooksSettings(Section):
     prompt_max_memories: int = Field(3, ge=0, le=20)
     prompt_min_score: float = Field(0.35, ge=0.0, le=1.0, description="inject only when the best score clears this")
     prompt_dedup_turns: int = Field(10, ge=0, le=10_000, description="skip memories injected this many turns back")
+    prompt_max_attributes: int = Field(
+        8,
+        ge=0,
+        le=50,
+        description="current attributes of the entities a prompt names injected at most (0: off; docs/harnesses.md)",
+    )
+    prompt_attribute_min_confidence: float = Field(
+        0.7, ge=0.0, le=1.0, description="inject an entity attribute only when its confidence clears this"
+    )
     handoff_exchanges: int = Field(3, ge=1, le=50, description="last exchanges kept as the fallback handoff")
     watch: bool = Field(True, description="watch identity files: regenerate harness files, git auto-commit")
     regenerate_debounce_s: float = Field(2.0, ge=0.0, le=600)

@@ -25,6 +25,16 @@ from pydantic.alias_generators import to_camel
 MAX_CONTENT_CHARS = 100_000
 MAX_QUERY_CHARS = 10_000
 MAX_BATCH = 1_000
+DEFAULT_EXPAND_RESULTS = 3
+MAX_EXPAND_RESULTS = 10
+"""Recall's ``expand``: the best results that get a transcript excerpt (default, most)."""
+DEFAULT_EXPAND_WINDOW = 1
+MAX_EXPAND_WINDOW = 5
+"""Turns either side of an excerpt's matching turn (default, most)."""
+EXCERPT_TURN_CHARS = 1_000
+"""Characters of one excerpt turn: an expanded recall carries at most
+``MAX_EXPAND_RESULTS x (2 x MAX_EXPAND_WINDOW + 1) x EXCERPT_TURN_CHARS`` of transcript (110,000;
+3 x 3 x 1,000 by default)."""
 
 
 class MemoryType(StrEnum):
@@ -198,6 +208,37 @@ class RecallRequest(RecallFilters):
     alpha: Importance | None = Field(None, description="Vector weight (default from config).")
     min_score: Annotated[float, Field(ge=0.0, le=1.0)] | None = None
     track_access: bool = Field(True, description="Record the access (resets decay).")
+    expand: bool = Field(
+        False,
+        description="Attach to each of the top `expand_limit` results extracted from a stored session the "
+        "transcript turns it came from (`excerpt`); docs/recall.md, expand.",
+    )
+    expand_limit: Annotated[int, Field(ge=1, le=MAX_EXPAND_RESULTS)] = Field(
+        DEFAULT_EXPAND_RESULTS, description="With `expand`: how many of the best results get an excerpt."
+    )
+    expand_window: Annotated[int, Field(ge=0, le=MAX_EXPAND_WINDOW)] = Field(
+        DEFAULT_EXPAND_WINDOW, description="With `expand`: turns shown either side of the matching turn."
+    )
+
+
+class ExcerptTurn(BaseModel):
+    """One transcript turn of an excerpt, its text cut to ``EXCERPT_TURN_CHARS``."""
+
+    index: int
+    role: str
+    content: str
+    timestamp: str | None = None
+    truncated: bool = Field(False, description=f"the turn's text was cut to {EXCERPT_TURN_CHARS} characters")
+
+
+class RecallExcerpt(BaseModel):
+    """The turns of the session a recalled memory was extracted from, around the one that best
+    matches it (signet.store.excerpts): evidence attached to a result, never a result itself."""
+
+    session_key: str
+    turn_index: int = Field(description="the turn that matched the memory best")
+    turns: list[ExcerptTurn] = Field(description="that turn and up to `expand_window` turns either side, in order")
+    score: float = Field(description="bm25 of the match (lower is better)")
 
 
 class RecallResult(BaseModel):
@@ -224,6 +265,9 @@ class RecallResult(BaseModel):
         None, description="id of the memory stating the current value, when this one's facts were superseded"
     )
     current: bool = Field(False, description="this memory states a value that superseded an older one")
+    excerpt: RecallExcerpt | None = Field(
+        None, description="with `expand`: the transcript turns this memory was extracted from (docs/recall.md)"
+    )
 
 
 class VectorSearchState(BaseModel):

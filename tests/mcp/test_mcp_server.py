@@ -67,11 +67,12 @@ def test_tools_schemas_and_resources(target: Any, mcp_daemon: DaemonProcess) -> 
                 "min_score",
                 "since",
                 "until",
+                "expand",
             }
             assert search["required"] == ["query"]
             # derived from the HTTP API's model: same constraints, same descriptions
             api = RecallRequest.model_json_schema()["properties"]
-            for field in ("limit", "min_score", "query"):
+            for field in ("limit", "min_score", "query", "expand"):
                 mine = {k: v for k, v in search["properties"][field].items() if k != "title"}
                 theirs = {k: v for k, v in api[field].items() if k != "title"}
                 assert mine == theirs, field

@@ -65,15 +65,23 @@ def recall(
     tags: Annotated[str | None, typer.Option(help="Comma-separated; all must match.")] = None,
     project: Annotated[str | None, typer.Option()] = None,
     who: Annotated[str | None, typer.Option()] = None,
+    expand: Annotated[
+        bool, typer.Option("--expand", help="Show the transcript turns the best results were extracted from.")
+    ] = False,
     as_json: Annotated[bool, typer.Option("--json")] = False,
 ) -> None:
     """Hybrid search over memories."""
-    fields = _drop_none({"limit": limit, "type": type, "tags": _tags(tags), "project": project, "who": who})
+    fields = _drop_none(
+        {"limit": limit, "type": type, "tags": _tags(tags), "project": project, "who": who, "expand": expand or None}
+    )
     found = DaemonClient().recall(query, **fields)
     if as_json:
         typer.echo(found.model_dump_json(indent=2))
         return
     data = found.model_dump(mode="json")
+    if expand:
+        _print_expanded(data)
+        return
     from rich.console import Console
     from rich.table import Table
 
@@ -87,6 +95,30 @@ def recall(
     for r in data["results"]:
         t.add_row(f"{r['score']:.3f}", r["type"], r["content"], r["id"][:8], r["created_at"][:10])
     console.print(t)
+
+
+def _indented(text: str, first: str, rest: str) -> str:
+    lines = text.splitlines() or [""]
+    return "\n".join([first + lines[0], *(rest + line for line in lines[1:])])
+
+
+def _print_expanded(data: dict[str, Any]) -> None:
+    """``recall --expand``: one line per result, its excerpt's turns indented under it (plain
+    text, not a table: transcript turns are long and multi-line); the matching turn is marked ``>``."""
+    if not data["vector_search"]["available"]:
+        typer.echo(f"keyword results only: {data['vector_search']['reason']}")
+    if not data["results"]:
+        typer.echo("no memories match")
+        return
+    for r in data["results"]:
+        typer.echo(f"{r['score']:.3f}  {r['type']}  {r['id'][:8]}  {r['created_at'][:10]}  {r['content']}")
+        ex = r.get("excerpt")
+        if not ex:
+            continue
+        typer.echo(f"    from {ex['session_key']}:")
+        for t in ex["turns"]:
+            mark = ">" if t["index"] == ex["turn_index"] else " "
+            typer.echo(_indented(f"{t['role']}: {t['content']}", f"    {mark} ", "      "))
 
 
 @app.command()

@@ -75,10 +75,22 @@ class InjectedMemory(BaseModel):
     content: str
 
 
+class InjectedAttribute(BaseModel):
+    """A current attribute of an entity the prompt names (signet.search.current_view)."""
+
+    id: str
+    entity: str
+    aspect: str
+    key: str
+    value: str
+    confidence: float
+    source_memory_id: str
+
+
 class PromptSubmitResponse(BaseModel):
     context: str
     tokens: int
-    outcome: PromptOutcome
+    outcome: PromptOutcome = Field(description="what happened to the memories (attributes are listed in `attributes`)")
     top_score: float | None
     memories: list[InjectedMemory]
     turn: int
@@ -86,6 +98,11 @@ class PromptSubmitResponse(BaseModel):
         default_factory=list,
         description="important new memories shown once to this session (docs/lifecycle.md, Signals); "
         "they lead `context` whatever the outcome",
+    )
+    attributes: list[InjectedAttribute] = Field(
+        default_factory=list,
+        description="current attributes of the entities the prompt names, injected before the memories "
+        "(docs/harnesses.md, prompt-submit)",
     )
 
 
@@ -120,6 +137,9 @@ class HookRememberRequest(HookRequest):
 class HookRecallRequest(HookRequest):
     query: Annotated[str, Field(min_length=1, max_length=MAX_QUERY_CHARS)]
     limit: Annotated[int, Field(ge=1, le=50)] = 5
+    expand: bool = Field(
+        False, description="Attach the transcript turns the best results came from (as `POST /api/memory/recall`)."
+    )
 
 
 class PreCompactionRequest(HookRequest):

@@ -8,8 +8,10 @@ budgets, injection dedup, transcripts and handoffs.
 from __future__ import annotations
 
 import logging
+import math
 import threading
 from collections.abc import Callable, Mapping
+from dataclasses import asdict
 from pathlib import Path
 from typing import Any, Protocol, Self, TypeVar
 
@@ -21,6 +23,7 @@ from signet.hooks.models import (
     CompactionCompleteResponse,
     HookRecallRequest,
     HookRememberRequest,
+    InjectedAttribute,
     InjectedMemory,
     PreCompactionRequest,
     PreCompactionResponse,
@@ -38,16 +41,21 @@ from signet.ingest.base import clean_turns
 from signet.memory.service import MemoryService
 from signet.models import MemoryType, RecallRequest, RecallResponse, RememberRequest, RememberResponse
 from signet.pipeline.llm.base import LlmError
+from signet.search.current_view import CurrentAttribute, current_attributes
 from signet.search.fts import query_terms
 from signet.store import sessions as store
 from signet.store.database import Database
 from signet.store.filters import MemoryFilter
 from signet.store.records import to_iso
 from signet.store.scope import UNSCOPED, ReadScope
-from signet.store.sqlite import Connection
+from signet.store.sqlite import Connection, sqlite3
 from signet.transcript import Turn
 
 log = logging.getLogger(__name__)
+
+ATTRIBUTE_SHARE = 0.5
+"""Most of a prompt's token budget the current attributes of the entities it names may take
+(they come first); the memories always keep at least the other half."""
 
 
 class ContinuityService(Protocol):
@@ -245,7 +253,7 @@ class HookService:
         turn = 0
         if key is not None:
             turn = self.db.write(lambda c: store.touch_session(c, key, req.harness, req.project, agent, advance=True))
-        out = self._prompt_memories(req, key, turn, scope)
+        out = self._prompt_context(req, agent, key, turn, scope)
         if key is not None and self.continuity is not None:
             self.continuity.on_prompt(key, req.harness, req.project, agent, req.prompt, len(out.memories))
         if key is None or not self.memory.settings.memory.signals.enabled:
@@ -267,14 +275,70 @@ class HookService:
             }
         )
 
-    def _prompt_memories(
-        self, req: PromptSubmitRequest, key: str | None, turn: int, scope: ReadScope
+    def _prompt_context(
+        self, req: PromptSubmitRequest, agent: str, key: str | None, turn: int, scope: ReadScope
     ) -> PromptSubmitResponse:
-        """The memories relevant to the prompt, within its budget and not injected lately."""
-        cfg = self.settings
+        """The prompt's context: the current attributes of the entities it names, then the
+        memories relevant to it, both within its one budget. The attributes come first (a
+        current fact outranks a memory that may state an old value) but take at most
+        ``ATTRIBUTE_SHARE`` of the budget; the memories get what they leave."""
         prompt = req.prompt.strip()
-        budget = cfg.prompt_budget_tokens if req.budget_tokens is None else req.budget_tokens
-        if len(prompt) < 3 or prompt.startswith("/") or cfg.prompt_max_memories == 0 or budget <= 0:
+        budget = self.settings.prompt_budget_tokens if req.budget_tokens is None else req.budget_tokens
+        if len(prompt) < 3 or prompt.startswith("/") or budget <= 0:
+            return PromptSubmitResponse(context="", tokens=0, outcome="skipped", top_score=None, memories=[], turn=turn)
+        facts, block = self._prompt_attributes(prompt, agent, scope, math.floor(budget * ATTRIBUTE_SHARE))
+        # The separator costs at most one token more than the two parts estimated apart.
+        out = self._prompt_memories(prompt, budget - (estimate_tokens(block) + 1 if block else 0), key, turn, scope)
+        if not facts:
+            return out
+        context = block + ("\n\n" + out.context if out.context else "")
+        return out.model_copy(update={"context": context, "tokens": estimate_tokens(context), "attributes": facts})
+
+    def _prompt_attributes(
+        self, prompt: str, agent: str, scope: ReadScope, cap: int
+    ) -> tuple[list[InjectedAttribute], str]:
+        """The current attributes of the agent's entities the prompt names (signet.search.current_view)
+        and their lines, within ``cap`` tokens; none when the graph or the setting is off.
+
+        A graph read that fails costs the attributes, never the prompt's memories."""
+        cfg = self.settings
+        pipeline = self.memory.settings.memory.pipeline
+        if cfg.prompt_max_attributes <= 0 or not pipeline.graph.enabled:
+            return [], ""
+        where, params = MemoryFilter(scope=scope).sql(self.memory.decay_rate)
+
+        def read(conn: Connection) -> list[CurrentAttribute]:
+            return current_attributes(
+                conn,
+                prompt,
+                agent_id=agent,
+                where=where,
+                params=params,
+                min_confidence=cfg.prompt_attribute_min_confidence,
+                limit=cfg.prompt_max_attributes,
+                max_focal=pipeline.traversal.max_focal,
+            )
+
+        try:
+            found = self.db.read(read)
+        except sqlite3.Error as exc:
+            log.warning("prompt-submit: reading entity attributes failed, memories only: %s", exc)
+            return [], ""
+        lines: list[str] = []
+        chosen: list[InjectedAttribute] = []
+        for attr in found:
+            if estimate_tokens("\n".join([*lines, attr.line()])) > cap:
+                break
+            lines.append(attr.line())
+            chosen.append(InjectedAttribute.model_validate(asdict(attr)))
+        return chosen, "\n".join(lines)
+
+    def _prompt_memories(
+        self, prompt: str, budget: int, key: str | None, turn: int, scope: ReadScope
+    ) -> PromptSubmitResponse:
+        """The memories relevant to the prompt, within ``budget`` and not injected lately."""
+        cfg = self.settings
+        if cfg.prompt_max_memories == 0 or budget <= 0:
             return PromptSubmitResponse(context="", tokens=0, outcome="skipped", top_score=None, memories=[], turn=turn)
         res = self.memory.recall(
             RecallRequest(query=prompt[:2000], limit=max(cfg.prompt_max_memories * 4, 10), track_access=False),
@@ -498,7 +562,7 @@ class HookService:
         return saved
 
     def recall(self, req: HookRecallRequest, *, scope: ReadScope = UNSCOPED) -> RecallResponse:
-        return self.memory.recall(RecallRequest(query=req.query, limit=req.limit), scope=scope)
+        return self.memory.recall(RecallRequest(query=req.query, limit=req.limit, expand=req.expand), scope=scope)
 
     # -- compaction ------------------------------------------------------------------------
     def pre_compaction(self, req: PreCompactionRequest, *, scope: ReadScope = UNSCOPED) -> PreCompactionResponse:

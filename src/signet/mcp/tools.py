@@ -150,7 +150,9 @@ MEMORY_ID = fields_of(ModifyPatch, "id")
 
 
 async def _search(c: AsyncSignetClient, a: dict[str, Any]) -> RecallResponse:
-    return await c.recall(a["query"], **given(a, "limit", "type", "tags", "project", "min_score", "since", "until"))
+    return await c.recall(
+        a["query"], **given(a, "limit", "type", "tags", "project", "min_score", "since", "until", "expand")
+    )
 
 
 async def _store(c: AsyncSignetClient, a: dict[str, Any]) -> RememberResponse:
@@ -245,8 +247,9 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         "memory_search",
         "Search long-term memory (hybrid keyword + semantic). Returns the best matches with scores; "
         "filter by type, tags, project or time. Use before answering about past work, people, preferences. "
-        "A result marked `superseded` states an older value: `superseded_by` is the memory with the current one.",
-        fields_of(RecallRequest, "query", "limit", "type", "tags", "project", "min_score", "since", "until"),
+        "A result marked `superseded` states an older value: `superseded_by` is the memory with the current one. "
+        "`expand: true` attaches to the best results the conversation turns they were extracted from (`excerpt`).",
+        fields_of(RecallRequest, "query", "limit", "type", "tags", "project", "min_score", "since", "until", "expand"),
         RecallResponse,
         _search,
         read_only=True,

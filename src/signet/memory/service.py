@@ -35,6 +35,7 @@ from signet.errors import (
     RetentionExpired,
     VersionConflict,
 )
+from signet.memory import expand
 from signet.memory.content import infer_type, parse_content
 from signet.memory.signals import SignalBoard
 from signet.models import (
@@ -600,6 +601,8 @@ class MemoryService:
             )
             for h in out.hits
         ]
+        if req.expand and results:  # after the ranking, never inside it (signet.memory.expand)
+            results = expand.attach(self.db, results, req, scope)
         if req.track_access and results:
             self._track_access([r.id for r in results])
         resp = RecallResponse(

@@ -122,6 +122,13 @@ def traverse(
     return out
 
 
+def focal_entities(conn: Connection, text: str, agent_id: str, limit: int) -> list[tuple[str, str]]:
+    """The entities (id, name) of ``agent_id`` that ``text`` names, by name or alias, longest
+    first, suppressed ones left out: recall's focal-entity resolver, for other readers (the
+    prompt-submit hook's current attributes) so the two never disagree on what a text names."""
+    return _focal(conn, candidate_names(text), agent_id, limit)
+
+
 def _focal(conn: Connection, names: list[str], agent_id: str | None, limit: int) -> list[tuple[str, str]]:
     """Entities (id, name) the query names, by canonical name or alias; longest names first so
     "new york city" wins over "york"; suppressed entities left out."""

@@ -6,6 +6,7 @@ session's key as its ``source_id``; the turn it came from is not recorded (an LL
 turns at once), so it is found again by searching the session's turns for the memory's words
 and taking the best match, with a few turns either side. A memory with no session source
 gets nothing: searching every transcript would show turns of sessions it has no link to.
+A scoped caller gets excerpts of its own agent's (and project's) sessions only.
 
 Every function takes a connection (``db.read``); none writes.
 """
@@ -16,6 +17,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
 
 _WORD = re.compile(r"[^\W_]{3,}", re.UNICODE)
@@ -89,16 +91,42 @@ def session_excerpts(
     ]
 
 
-def memory_excerpts(conn: Connection, memory_id: str, *, around: int = 2, limit: int = 1) -> list[Excerpt]:
+def session_scope(scope: ReadScope) -> tuple[str, list[Any]]:
+    """A WHERE fragment on the session row ``s``: the sessions whose turns ``scope`` may read.
+
+    A transcript is one agent's conversation, not a memory with a visibility: a caller scoped
+    to an agent (a token, a roster policy, or a local caller naming its agent) reads its own
+    agent's sessions only, even where it may read another agent's global memories; a
+    project-scoped caller reads its project's sessions only. A memory's ``source_id`` is a
+    field any writer sets, so this is checked on the session itself, not inferred from the
+    memory: a memory written in project A naming a session of project B yields nothing."""
+    clauses: list[str] = []
+    params: list[Any] = []
+    if scope.policy != "all" or scope.write_agent is not None:
+        clauses.append("s.agent_id = ?")
+        params.append(scope.write_agent or scope.agent_id)
+    if scope.project is not None:
+        clauses.append("s.project = ?")
+        params.append(scope.project)
+    return (" AND ".join(clauses) or "1=1"), params
+
+
+def memory_excerpts(
+    conn: Connection, memory_id: str, *, around: int = 2, limit: int = 1, scope: ReadScope = UNSCOPED
+) -> list[Excerpt]:
     """Excerpts of the session a memory was extracted from, around its best-matching turns.
 
-    Empty when the memory is gone, was not extracted from a stored session, or no turn shares
-    a word with it. The session must belong to the memory's agent."""
+    Empty when the memory is gone, was not extracted from a stored session, no turn shares a
+    word with it, or ``scope`` may not read the memory or the session (:func:`session_scope`).
+    The session must belong to the memory's agent, and is found by the memory's own
+    ``source_id`` only."""
+    mem_where, mem_params = scope.sql("m")
+    ses_where, ses_params = session_scope(scope)
     row = conn.execute(
         "SELECT m.content, m.source_id FROM memories AS m JOIN session_transcripts AS s"
         " ON s.session_key = m.source_id AND s.agent_id = m.agent_id"
-        " WHERE m.id = ? AND m.is_deleted = 0",
-        (memory_id,),
+        f" WHERE m.id = ? AND m.is_deleted = 0 AND {mem_where} AND {ses_where}",
+        (memory_id, *mem_params, *ses_params),
     ).fetchone()
     if row is None:
         return []

@@ -28,6 +28,7 @@ TOOLS = {
     "knowledge_list_entities",
     "knowledge_get_entity",
     "knowledge_expand",
+    "knowledge_list_communities",
     "secret_list",
     "secret_exec",
 }

@@ -1,5 +1,6 @@
 """Knowledge-graph reads (docs/api.md, docs/recall.md#the-knowledge-graph): the entities, aspects
-and attributes of one agent, and an entity expanded to the memories it leads to."""
+and attributes of one agent, an entity expanded to the memories it leads to, and the agent's
+entity communities (with the one write here: recomputing them)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from signet.daemon.deps import RuntimeDep, ScopeDep
-from signet.knowledge import read
+from signet.knowledge import community_read, read
+from signet.knowledge.communities import RefreshResult
 from signet.models import ErrorResponse
 
 router = APIRouter(
@@ -17,6 +19,7 @@ router = APIRouter(
 )
 
 EntityId = Annotated[str, Path(min_length=1, max_length=200)]
+CommunityId = Annotated[str, Path(min_length=1, max_length=200)]
 AgentParam = Annotated[str | None, Query(min_length=1, max_length=200, description="unscoped callers only")]
 
 
@@ -57,3 +60,40 @@ def expand_entity(
     return runtime.db.read(
         lambda c: read.expand(c, agent, entity_id, scope, limit=limit, decay_rate=runtime.settings.memory.decay_rate)
     )
+
+
+@router.get("/api/knowledge/communities", response_model=community_read.CommunityList)
+def list_communities(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    members: Annotated[int, Query(ge=0, le=50, description="member names per community")] = 8,
+) -> community_read.CommunityList:
+    """The agent's entity communities, largest first, with their most mentioned members."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(
+        lambda c: community_read.list_communities(c, agent, limit=limit, offset=offset, members=members)
+    )
+
+
+@router.post("/api/knowledge/communities/refresh", response_model=RefreshResult)
+def refresh_communities(runtime: RuntimeDep, scope: ScopeDep, agent_id: AgentParam = None) -> RefreshResult:
+    """Recompute the agent's communities now (Louvain over its entity graph; seconds on a large store)."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.communities.refresh(agent)
+
+
+@router.get("/api/knowledge/communities/{community_id}", response_model=community_read.CommunityDetail)
+def get_community(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    community_id: CommunityId,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=2000, description="members on this page")] = 200,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> community_read.CommunityDetail:
+    """One community with a page of its members, most mentioned first."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(lambda c: community_read.get_community(c, agent, community_id, limit=limit, offset=offset))

@@ -221,6 +221,7 @@ def test_knowledge_communities_are_recomputed_listed_and_open_an_entity(daemon: 
     shot(page, "knowledge-communities")
     item.get_by_role("link", name="Bob Lin").click()
     page.locator("#kg-name", has_text="Bob Lin").wait_for()
+    assert page.locator("#kg-community").inner_text() == "Alice Moreau, Payments Service, Bob Lin (3 entities)"
     assert re.search(r"/#/knowledge/[0-9a-f-]{36}$", page.url)
 
 

@@ -110,6 +110,9 @@ def test_two_groups_of_entities_become_two_communities_replaced_on_each_run(env:
         for com in listed["communities"]:
             assert com["size"] == 3 and com["quality"] == "strong"
             assert com["name"] == ", ".join(m["name"] for m in com["members"])  # its most mentioned members
+        for com in listed["communities"]:  # each member's entity names its community
+            entity = c.get(f"/api/knowledge/entities/{com['members'][0]['id']}").json()
+            assert entity["community"] == {"id": com["id"], "name": com["name"], "size": 3}
         detail = c.get(f"/api/knowledge/communities/{listed['communities'][0]['id']}").json()
         assert detail["agent_id"] == "default" and detail["members_total"] == 3 and len(detail["members"]) == 3
         page = c.get(f"/api/knowledge/communities/{detail['id']}", params={"limit": 1, "offset": 1}).json()
@@ -216,6 +219,9 @@ def test_hubs_are_left_out(env: tuple[Workspace, Runtime]) -> None:
     assert done["hubs"] == ["Hubert Hubbard"]
     with _client(rt) as c:
         listed = c.get("/api/knowledge/communities", params={"agent_id": "erin"}).json()
+        hub = c.get("/api/knowledge/entities", params={"agent_id": "erin", "q": "hubert"}).json()["entities"][0]
+        detail = c.get(f"/api/knowledge/entities/{hub['id']}", params={"agent_id": "erin"}).json()
+        assert detail["name"] == "Hubert Hubbard" and detail["community"] is None
     assert {_members(x) for x in listed["communities"]} == {
         frozenset({"Ann Quist", "Bea Quist"}),
         frozenset({"Cal Quist", "Dov Quist"}),

@@ -201,6 +201,7 @@ export async function render(main, arg) {
         el("dt", {}, "aliases"), el("dd", { id: "kg-aliases" }, d.aliases.length ? d.aliases.join(", ") : "none"),
         d.description ? [el("dt", {}, "description"), el("dd", {}, d.description)] : "",
         d.pinned ? [el("dt", {}, "pinning"), el("dd", {}, d.pinned)] : "",
+        d.community ? [el("dt", {}, "community"), el("dd", { id: "kg-community" }, `${d.community.name} (${d.community.size} entities)`)] : "",
         el("dt", {}, "updated"), el("dd", {}, fmtDate(d.updated_at))),
       el("h4", {}, `Neighbours (${d.related.length})`),
       el("p", { class: "meta" }, "Select a node (click, or Tab then Enter) to expand its neighbours into the graph."),

@@ -191,12 +191,14 @@ def test_agent_a_communities_never_reach_agent_b(env: tuple[Workspace, Runtime])
 def test_a_memory_naming_many_entities_pairs_only_its_most_mentioned(env: tuple[Workspace, Runtime]) -> None:
     _, rt = env
     names = [f"Zorblat{chr(65 + i // 26)}{chr(97 + i % 26)}x Vendor" for i in range(40)]
+    ids = []
     with _client(rt) as c:
         for order in (names, list(reversed(names))):  # two memories: each name is mentioned twice
             r = c.post(
                 "/api/memory/remember", json={"content": "Vendors: " + ", ".join(order) + ".", "agent_id": "dave"}
             )
             assert r.status_code == 200, r.text
+            ids.append(r.json()["id"])
     graph = rt.db.read(lambda conn: build_graph(conn, "dave"))
     assert len(graph.nodes) >= 40
     pairs = PER_MEMORY * (PER_MEMORY - 1) // 2
@@ -204,6 +206,12 @@ def test_a_memory_naming_many_entities_pairs_only_its_most_mentioned(env: tuple[
     for w in graph.weights.values():
         assert w in (1 / (PER_MEMORY - 1), 2 / (PER_MEMORY - 1))
     assert max(sum(w for (a, b), w in graph.weights.items() if k in (a, b)) for k in graph.nodes) <= 2 + 1e-9
+    # a forgotten memory's co-mentions no longer count
+    with _client(rt) as c:
+        r = c.delete(f"/api/memory/{ids[1]}", params={"reason": "test"})
+        assert r.status_code == 200, r.text
+    after = rt.db.read(lambda conn: build_graph(conn, "dave"))
+    assert 0 < len(after.weights) <= pairs and set(after.weights.values()) == {1 / (PER_MEMORY - 1)}
 
 
 def test_hubs_are_left_out(env: tuple[Workspace, Runtime]) -> None:

@@ -32,6 +32,7 @@ import itertools
 import time
 import uuid
 from collections import defaultdict
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -48,7 +49,8 @@ HUB_SHARE = 0.02
 HUB_FLOOR = 50
 """An entity mentioned more often than ``max(HUB_FLOOR, HUB_SHARE x live memories)`` is a hub."""
 MAX_EDGES = 300_000
-"""The heaviest edges kept: Louvain took 6-10 s on 173,443 edges at 116,000 memories (docs/benchmarks.md)."""
+"""The heaviest edges kept: Louvain took 10-12 s on 173,443 edges at 116,000 memories, as on 247,375 at a
+million, on a loaded machine (docs/benchmarks.md)."""
 SEED = 42
 NAME_MEMBERS = 3
 NAMESPACE = uuid.UUID("6f0c1a52-8d0e-4c36-9b1e-2f6d3c9a7e41")
@@ -103,6 +105,32 @@ def _add(weights: dict[tuple[int, int], float], a: int, b: int, w: float) -> Non
         weights[key] = weights.get(key, 0.0) + w
 
 
+MEMORY_PAGE = 50_000
+"""Memories' links read per statement: PostgreSQL's driver holds a statement's whole answer in memory."""
+
+
+def _memories(conn: Connection) -> Iterator[tuple[int, list[str]]]:
+    """Every memory's linked entity rowids (as text), by memory, in pages (keyset on the seq).
+
+    The links table's own index alone, grouped by SQL: joining the memories (to skip forgotten
+    ones) and the entities (to keep the agent's) read the whole memories table, 70 s of the 77 s
+    a run took at a million memories, and fetching the 14.6 million links one row each took
+    another 20 s; one row per memory with its links as text takes 8 s. Forgotten memories and
+    other agents' entities are then sets looked up in Python."""
+    last = -1
+    while True:
+        page = conn.execute(
+            "SELECT memory_seq, GROUP_CONCAT(CAST(entity_rowid AS TEXT)) FROM memory_entity_links WHERE memory_seq > ?"
+            " GROUP BY memory_seq ORDER BY memory_seq LIMIT ?",
+            (last, MEMORY_PAGE),
+        ).fetchall()
+        for seq, rowids in page:
+            yield int(seq), str(rowids).split(",")
+        if len(page) < MEMORY_PAGE:
+            return
+        last = int(page[-1][0])
+
+
 def build_graph(conn: Connection, agent: str) -> EntityGraph:
     """The agent's weighted entity graph (see the module's docstring), read in one snapshot."""
     # An entity's weight here is its number of linked memories, not ``entities.mentions``: the
@@ -121,28 +149,20 @@ def build_graph(conn: Connection, agent: str) -> EntityGraph:
     cap = max(HUB_FLOOR, HUB_SHARE * memories)
     hubs = {k for k, n in nodes.items() if n.mentions > cap}
     by_id = {n.id: k for k, n in nodes.items() if k not in hubs}
-    pairable = {k: n.mentions for k, n in nodes.items() if k not in hubs and n.mentions >= MIN_MENTIONS}
     weights: dict[tuple[int, int], float] = defaultdict(float)
-    rows = conn.execute(
-        "SELECT l.memory_seq, l.entity_rowid FROM memory_entity_links l"
-        " JOIN entities e ON e.rowid = l.entity_rowid JOIN memories m ON m.seq = l.memory_seq"
-        " WHERE e.agent_id = ? AND m.is_deleted = 0 ORDER BY m.seq",
-        (agent,),
-    )
-    current: list[tuple[int, int]] = []  # one memory's (-mentions, rowid) at a time: the rows come by memory
-    memory: Any = None
-    for seq, rowid in itertools.chain(rows, [(None, None)]):
-        if seq != memory:
-            if len(current) > 1:
-                current.sort()
-                kept = sorted(k for _, k in current[:PER_MEMORY])
-                w = 1.0 / (len(kept) - 1)
-                for pair in itertools.combinations(kept, 2):
-                    weights[pair] += w
-            current, memory = [], seq
-        mentions = pairable.get(rowid) if rowid is not None else None
-        if mentions is not None:
-            current.append((-mentions, rowid))
+    deleted = {int(r[0]) for r in conn.execute("SELECT seq FROM memories WHERE is_deleted = 1")}
+    rank = {str(k): (-n.mentions, k) for k, n in nodes.items() if k not in hubs and n.mentions >= MIN_MENTIONS}
+    for seq, rowids in _memories(conn):
+        if seq in deleted:
+            continue
+        kept = [rank[r] for r in rowids if r in rank]
+        if len(kept) < 2:
+            continue
+        kept.sort()  # most linked first
+        chosen = sorted(k for _, k in kept[:PER_MEMORY])
+        w = 1.0 / (len(chosen) - 1)
+        for pair in itertools.combinations(chosen, 2):
+            weights[pair] += w
     explicit = conn.execute(
         "SELECT r.source_entity_id, r.target_entity_id, CASE WHEN r.mentions > 1 THEN r.mentions ELSE 1 END"
         " FROM relations r"

@@ -31,6 +31,7 @@ from signet.hooks.recovery import recover as recover_transcripts
 from signet.hooks.service import HookService
 from signet.hooks.watcher import IdentityWatcher
 from signet.instance import Instance
+from signet.knowledge.community_upkeep import CommunityService
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.ops.consolidation import Consolidator, pipeline_llm
@@ -156,6 +157,10 @@ class Runtime:
         """``bind_host``: the address the daemon listens on, a name the Host header may carry."""
         self.maintenance = Maintenance(self)
         """Repairs through the gate, and the worker that plans and runs them (signet.ops.maintenance)."""
+        self.communities = CommunityService(self.db)
+        """The knowledge graph's entity communities: computed on demand and, when the graph
+        changed, after each scheduled maintenance cycle (signet.knowledge.community_upkeep)."""
+        self.maintenance.upkeep.append(("communities", self.communities.refresh_changed))
         self.observability = Observability(self.settings, self.db, self.service, self.embeddings, self.pipeline)
         self.projections = ProjectionService(self.db)  # the dashboard's embedding map (umap_cache)
         """Analytics, the telemetry event log and the recall QA ledger (signet.ops.observe)."""

@@ -1,8 +1,9 @@
 """The knowledge-graph, documents/connectors and agents/tokens pages in a real browser against a
 real daemon: entity search and type filter, an entity's aliases, aspects, attributes (current
 and superseded), its memories and a neighbourhood graph that grows on expand; documents added,
-ingested and chunked, a connector synced and its error shown; tokens issued and revoked (the
-API then refuses the token) and a readonly token seeing none of it; axe on each page."""
+ingested and chunked, a connector synced and its error shown; entity communities recomputed and
+listed; tokens issued and revoked (the API then refuses the token) and a readonly token
+seeing none of it; axe on each page."""
 
 from __future__ import annotations
 
@@ -202,6 +203,28 @@ def test_a_connector_syncs_and_its_error_is_shown(daemon: DaemonProcess, page: A
     shot(page, "documents-connector-error")
 
 
+def test_knowledge_communities_are_recomputed_listed_and_open_an_entity(daemon: DaemonProcess, page: Any) -> None:
+    page.goto(f"{daemon.url}/#/knowledge")
+    page.locator("#kg-comm-meta", has_text="Not computed yet").wait_for()
+    page.get_by_role("button", name="Recompute communities").click()
+    page.locator("#kg-comm-meta", has_text="1 community · computed").wait_for()
+    page.locator("#notice", has_text="Computed 1 communities of 3 entities").wait_for()
+    # Alice and the Payments Service are named together twice; Bob Lin joins by his relation
+    item = page.locator("#kg-communities li")
+    assert item.count() == 1
+    assert item.locator("strong").inner_text() == "Alice Moreau, Payments Service, Bob Lin"
+    assert item.locator(".badge").inner_text() == "strong" and "3 entities" in item.inner_text()
+    assert item.locator("a").all_inner_texts() == ["Alice Moreau", "Payments Service", "Bob Lin"]
+    with daemon.client() as c:
+        listed = c.get("/api/knowledge/communities").json()
+    assert item.get_attribute("data-id") == listed["communities"][0]["id"]
+    shot(page, "knowledge-communities")
+    item.get_by_role("link", name="Bob Lin").click()
+    page.locator("#kg-name", has_text="Bob Lin").wait_for()
+    assert page.locator("#kg-community").inner_text() == "Alice Moreau, Payments Service, Bob Lin (3 entities)"
+    assert re.search(r"/#/knowledge/[0-9a-f-]{36}$", page.url)
+
+
 def test_the_memory_list_paints_its_page_before_counting(daemon: DaemonProcess, page: Any) -> None:
     """The rows come from a call that skips the count (count=false); the total arrives after."""
     calls: list[str] = []
@@ -318,7 +341,8 @@ def test_a_readonly_token_sees_no_write_action_on_the_new_pages(team: DaemonProc
     assert page.get_by_role("button", name="Add document").count() == 0
     page.goto(f"{team.url}/#/knowledge")
     page.locator("#kg-meta", has_text=" of agent ").wait_for()
-    assert page.locator("main button", has_text=re.compile("Delete|Revoke|Sync|Add")).count() == 0
+    page.locator("#kg-comm-meta", has_text="Not computed yet").wait_for()  # it may read them, not recompute them
+    assert page.locator("main button", has_text=re.compile("Delete|Revoke|Sync|Add|Recompute")).count() == 0
     shot(page, "team-readonly-knowledge")
     for method, path, body in (
         ("GET", "/api/auth/agents", None),

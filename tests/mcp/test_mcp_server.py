@@ -30,6 +30,7 @@ TOOLS = {
     "knowledge_expand",
     "knowledge_list_attributes",
     "knowledge_claims",
+    "knowledge_list_communities",
     "secret_list",
     "secret_exec",
 }

@@ -43,6 +43,7 @@ MODULES = [
     "dashboard",
     "continuity",
     "migrate_storage",
+    "knowledge",
 ]
 """One module per noun group under ``signet.cli``, in help order (add yours on its own line,
 and its commands to :data:`COMMANDS`)."""
@@ -92,5 +93,6 @@ COMMANDS = {
     "update": "update",
     "config": "config",
     "summaries": "continuity",
+    "knowledge": "knowledge",
 }
 """Top-level command or group name -> the module of :data:`MODULES` that registers it."""

@@ -1,4 +1,5 @@
-"""Knowledge-graph reads for the API and MCP: list and get entities, expand one to its memories.
+"""Knowledge-graph reads for the API and MCP: list and get entities (with the community each
+belongs to), expand one to its memories.
 
 Every read is for **one agent** (:func:`agent_for`): a token's own agent, or for an unscoped
 local caller the agent it names (``default`` otherwise). An entity id of another agent is
@@ -69,11 +70,20 @@ class Related(BaseModel):
     strength: float | None
 
 
+class CommunityRef(BaseModel):
+    id: str
+    name: str
+    size: int
+
+
 class EntityDetail(EntitySummary):
     agent_id: str
     description: str | None
     aspects: list[Aspect]
     related: list[Related]
+    community: CommunityRef | None = Field(
+        None, description="the entity community it belongs to (docs/recall.md#entity-communities), if computed"
+    )
 
 
 class ExpandedMemory(BaseModel):
@@ -224,12 +234,18 @@ def get_entity(
             )
         )
         aspects.sort(key=lambda a: a.name)
+    community = conn.execute(
+        "SELECT c.id, c.label, c.size FROM entity_community_members m JOIN entity_communities c ON c.id = m.community_id"
+        " WHERE m.entity_id = ? AND c.agent_id = ?",
+        (entity_id, row["agent_id"]),
+    ).fetchone()
     return EntityDetail(
         **_summary(conn, row).model_dump(),
         agent_id=row["agent_id"],
         description=row["description"],
         aspects=aspects,
         related=_related(conn, entity_id, 50),
+        community=CommunityRef(id=community[0], name=community[1] or "", size=int(community[2])) if community else None,
     )
 
 

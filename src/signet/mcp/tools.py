@@ -31,6 +31,7 @@ from pydantic_core import PydanticUndefined
 from signet import __version__
 from signet.errors import InvalidRequest, NotFound, RateLimited, SignetError
 from signet.hooks.models import IdentityName
+from signet.knowledge.community_read import CommunityList
 from signet.knowledge.facts import AttributeList, ClaimList, Status
 from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackRequest, FeedbackResponse
@@ -230,6 +231,10 @@ async def _claims(c: AsyncSignetClient, a: dict[str, Any]) -> ClaimList:
     return await c.knowledge_claims(**given(a, "entity_id", "claim_key", "changed", "limit"))
 
 
+async def _communities(c: AsyncSignetClient, a: dict[str, Any]) -> CommunityList:
+    return await c.knowledge_communities(**given(a, "limit", "offset", "members"))
+
+
 ENTITY_ID = [param("entity_id", Annotated[str, Field(min_length=1, max_length=200, description="an entity id")])]
 
 
@@ -392,6 +397,19 @@ def register_tools(server: MCPServer[Any], client: ClientFactory) -> None:
         ],
         ClaimList,
         _claims,
+        read_only=True,
+    )
+    t.add(
+        "knowledge_list_communities",
+        "Groups of entities your memories keep naming together (people, places, projects, code), largest first, "
+        "each named by its most mentioned members; `members` sets how many member names each shows.",
+        [
+            param("limit", Annotated[int | None, Field(ge=1, le=200)], None),
+            param("offset", Annotated[int | None, Field(ge=0, le=1_000_000)], None),
+            param("members", Annotated[int | None, Field(ge=0, le=50, description="member names per community")], None),
+        ],
+        CommunityList,
+        _communities,
         read_only=True,
     )
     t.add(

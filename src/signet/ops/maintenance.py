@@ -21,6 +21,12 @@ The worker's cycles run as ``system`` through the repair gate (its own cooldowns
 who asked. ``/health`` says ``degraded`` while any diagnosed fault has a repair to run or a
 halted one: set from every cycle and every ``GET /api/diagnostics``.
 
+After a scheduled cycle, the worker runs its *upkeep*: derived data kept current on the same
+timer, under the same one-daemon-at-a-time lock (today the knowledge graph's entity
+communities, signet.knowledge.community_upkeep, which skips an agent whose graph did not
+change). The runtime wires it (:attr:`Maintenance.upkeep`): signet.ops does not import the
+engines it would call. A failing upkeep task is logged and shown in the status; the others run.
+
 The interval timer runs only while ``autonomous.enabled`` and not ``autonomous.frozen``
 (spec); a cycle asked for by hand runs either way (a frozen gate then refuses every repair).
 
@@ -39,6 +45,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Literal, Protocol
@@ -153,6 +160,9 @@ class Maintenance:
         self.cycles = 0
         self.last_error: str | None = None
         self._next_at: float | None = None
+        self.upkeep: list[tuple[str, Callable[[], str]]] = []
+        """(name, task) run after each scheduled cycle; a task returns what it did, in a few words."""
+        self.upkeep_last: dict[str, dict[str, Any]] = {}
 
     # -- lifecycle ---------------------------------------------------------------------------
     @property
@@ -198,6 +208,7 @@ class Maintenance:
                     with self.src.db.exclusive("maintenance") as mine:  # one daemon of a store's at a time
                         if mine:
                             self.run_cycle(self.settings.maintenance_mode, SYSTEM)
+                            self.run_upkeep()
                         else:
                             log.info("maintenance cycle skipped: another daemon on the store runs one")
                     self._next_at = time.monotonic() + interval
@@ -227,6 +238,30 @@ class Maintenance:
             self._watch_every = max(WATCH_EVERY_S, WATCH_COST_FACTOR * (time.monotonic() - started))
         finally:
             self._cycle_lock.release()
+
+    def run_upkeep(self) -> dict[str, dict[str, Any]]:
+        """Run every upkeep task; one's failure is logged and recorded, and the next still runs."""
+        for name, task in self.upkeep:
+            started = time.perf_counter()
+            try:
+                outcome, error = task(), None
+            except RuntimeError:  # the database closed under us at shutdown: the loop decides
+                raise
+            except (SignetError, sqlite3.Error, OSError) as exc:  # a damaged or full store: said, retried next time
+                outcome, error = None, f"{type(exc).__name__}: {exc}"[:300]
+                log.warning("maintenance upkeep %s failed: %s", name, error)
+            except Exception as exc:  # e.g. a PostgreSQL error; a bug must not stop the other tasks
+                outcome, error = None, f"{type(exc).__name__}: {exc}"[:300]
+                log.exception("maintenance upkeep %s crashed", name)
+            with self._lock:
+                self.upkeep_last[name] = {
+                    "at": datetime.now(UTC).isoformat(),
+                    "result": outcome,
+                    "error": error,
+                    "duration_ms": round((time.perf_counter() - started) * 1000, 1),
+                }
+        with self._lock:
+            return {k: dict(v) for k, v in self.upkeep_last.items()}
 
     def _failed(self, exc: BaseException) -> None:
         self.last_error = f"{type(exc).__name__}: {exc}"[:500]
@@ -369,6 +404,7 @@ class Maintenance:
             last = self.last
             tracks = [asdict(t) for t in self._tracks.values()]
             cycles, error = self.cycles, self.last_error
+            upkeep = {k: dict(v) for k, v in self.upkeep_last.items()}
         next_at = self._next_at
         return {
             "enabled": self.settings.enabled,
@@ -383,4 +419,5 @@ class Maintenance:
             "halted": [t for t in tracks if t["halted"]],
             "tracking": tracks,
             "gate": self.gate.snapshot(),
+            "upkeep": upkeep,
         }

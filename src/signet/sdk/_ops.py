@@ -27,6 +27,8 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
+from signet.knowledge.communities import RefreshResult
+from signet.knowledge.community_read import CommunityDetail, CommunityList
 from signet.knowledge.facts import AttributeList, ClaimList, Status
 from signet.knowledge.read import EntityDetail, EntityList, Expansion
 from signet.memory.feedback import FeedbackList, FeedbackRequest, FeedbackResponse
@@ -262,6 +264,37 @@ def knowledge_claims(
             entity_id=entity_id, claim_key=claim_key, changed=changed, agent_id=agent_id, limit=limit, offset=offset
         ),
     )
+
+
+def knowledge_communities(
+    *, agent_id: str | None = None, limit: int = 50, offset: int = 0, members: int = 8
+) -> Call[CommunityList]:
+    """The agent's entity communities, largest first, with their ``members`` most mentioned members."""
+    return Call(
+        "GET",
+        "/api/knowledge/communities",
+        parser(CommunityList),
+        params=query(agent_id=agent_id, limit=limit, offset=offset, members=members),
+    )
+
+
+def knowledge_community(
+    community_id: str, *, agent_id: str | None = None, limit: int = 200, offset: int = 0
+) -> Call[CommunityDetail]:
+    """One community with a page of its members."""
+    if not isinstance(community_id, str) or not community_id.strip():
+        raise InvalidRequest("a community id is required")
+    return Call(
+        "GET",
+        f"/api/knowledge/communities/{quote(community_id, safe='')}",
+        parser(CommunityDetail),
+        params=query(agent_id=agent_id, limit=limit, offset=offset),
+    )
+
+
+def refresh_communities(*, agent_id: str | None = None) -> Call[RefreshResult]:
+    """Recompute the agent's communities now (needs the ``remember`` permission; seconds on a large store)."""
+    return Call("POST", "/api/knowledge/communities/refresh", parser(RefreshResult), params=query(agent_id=agent_id))
 
 
 # --- daemon -----------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Knowledge-graph reads (docs/api.md, docs/recall.md#the-knowledge-graph): the entities, aspects
 and attributes of one agent, an entity expanded to the memories it leads to, and the agent's
-attributes and claims across its entities."""
+attributes and claims across its entities and its entity communities (with the one write
+here: recomputing them)."""
 
 from __future__ import annotations
 
@@ -9,7 +10,8 @@ from typing import Annotated
 from fastapi import APIRouter, Path, Query
 
 from signet.daemon.deps import RuntimeDep, ScopeDep
-from signet.knowledge import facts, read
+from signet.knowledge import community_read, facts, read
+from signet.knowledge.communities import RefreshResult
 from signet.models import ErrorResponse
 
 router = APIRouter(
@@ -18,6 +20,7 @@ router = APIRouter(
 )
 
 EntityId = Annotated[str, Path(min_length=1, max_length=200)]
+CommunityId = Annotated[str, Path(min_length=1, max_length=200)]
 AgentParam = Annotated[str | None, Query(min_length=1, max_length=200, description="unscoped callers only")]
 
 
@@ -122,3 +125,40 @@ def list_claims(
             decay_rate=decay,
         )
     )
+
+
+@router.get("/api/knowledge/communities", response_model=community_read.CommunityList)
+def list_communities(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=200)] = 50,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+    members: Annotated[int, Query(ge=0, le=50, description="member names per community")] = 8,
+) -> community_read.CommunityList:
+    """The agent's entity communities, largest first, with their most mentioned members."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(
+        lambda c: community_read.list_communities(c, agent, limit=limit, offset=offset, members=members)
+    )
+
+
+@router.post("/api/knowledge/communities/refresh", response_model=RefreshResult)
+def refresh_communities(runtime: RuntimeDep, scope: ScopeDep, agent_id: AgentParam = None) -> RefreshResult:
+    """Recompute the agent's communities now (Louvain over its entity graph; seconds on a large store)."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.communities.refresh(agent)
+
+
+@router.get("/api/knowledge/communities/{community_id}", response_model=community_read.CommunityDetail)
+def get_community(
+    runtime: RuntimeDep,
+    scope: ScopeDep,
+    community_id: CommunityId,
+    agent_id: AgentParam = None,
+    limit: Annotated[int, Query(ge=1, le=2000, description="members on this page")] = 200,
+    offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
+) -> community_read.CommunityDetail:
+    """One community with a page of its members, most mentioned first."""
+    agent = read.agent_for(scope, agent_id)
+    return runtime.db.read(lambda c: community_read.get_community(c, agent, community_id, limit=limit, offset=offset))

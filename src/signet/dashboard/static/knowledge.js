@@ -1,10 +1,13 @@
 // Knowledge graph: entity search and type filter, one entity's aliases, aspects, attributes
 // (current and superseded) and the memories it leads to, and its neighbourhood as a small
-// node-link SVG that grows as you expand neighbours.
+// node-link SVG that grows as you expand neighbours; the agent's entity communities below the
+// list (recomputed on demand by a caller who may write).
 "use strict";
-import { api, el, notice, fmtDate } from "./api.js";
+import { api, can, el, notice, fmtDate } from "./api.js";
 
 const PAGE = 50;
+const COMMUNITY_PAGE = 20;
+const QUALITY = { strong: "ok", moderate: "", fragmented: "warn" };
 const SVG = "http://www.w3.org/2000/svg";
 const W = 640, H = 420;
 
@@ -69,8 +72,46 @@ export async function render(main, arg) {
   const pager = el("div", { class: "pager" });
   const detail = el("section", { id: "kg-detail", "aria-label": "Entity", class: "stack" },
     el("p", { class: "meta" }, "Pick an entity to see its aspects, attributes, memories and neighbours."));
+  let commOffset = 0;
+  const commMeta = el("p", { id: "kg-comm-meta", class: "meta", "aria-live": "polite" });
+  const commList = el("ul", { id: "kg-communities", class: "results compact", "aria-label": "Communities" });
+  const commPager = el("div", { class: "pager" });
+  const recompute = can("remember") ? el("button", { id: "kg-comm-refresh", type: "button", onclick: () => refreshCommunities().catch((x) => { recompute.disabled = false; notice(x.message); }) }, "Recompute communities") : "";
+  const communities = el("section", { id: "kg-comm", "aria-labelledby": "kg-comm-title" },
+    el("h3", { id: "kg-comm-title" }, "Communities"),
+    el("p", { class: "meta" }, "Entities your memories keep naming together, grouped by Louvain clustering; largest first."),
+    commMeta, recompute, commList, commPager);
   main.append(el("h2", {}, "Knowledge graph"),
-    el("div", { class: "split kg" }, el("section", { "aria-label": "Entities list" }, form, meta, list, pager), detail));
+    el("div", { class: "split kg" }, el("section", { "aria-label": "Entities list" }, form, meta, list, pager, communities), detail));
+
+  async function loadCommunities() {
+    const out = await api("GET", `/api/knowledge/communities?limit=${COMMUNITY_PAGE}&offset=${commOffset}&members=8`);
+    commMeta.textContent = out.computed_at
+      ? `${out.total} ${out.total === 1 ? "community" : "communities"} · computed ${fmtDate(out.computed_at)}`
+      : "Not computed yet: the maintenance worker computes them when the graph changes.";
+    commList.replaceChildren(...out.communities.map((c) => el("li", { "data-id": c.id },
+      el("div", { class: "body" },
+        el("strong", {}, c.name), " ",
+        c.quality ? el("span", { class: `badge ${QUALITY[c.quality] || ""}` }, c.quality) : "",
+        el("span", { class: "meta" }, ` ${c.size} ${c.size === 1 ? "entity" : "entities"}`),
+        el("div", { class: "meta" }, "members: ", ...c.members.flatMap((m, i) => [i ? ", " : "",
+          el("a", { href: `#/knowledge/${encodeURIComponent(m.id)}`, onclick: (ev) => { ev.preventDefault(); select(m.id, true).catch((x) => notice(x.message)); } }, m.name)]),
+          c.size > c.members.length ? ` and ${c.size - c.members.length} more` : "")))));
+    if (out.computed_at && !out.communities.length) commList.append(el("li", { class: "meta" }, "No communities: too few entities are named together yet."));
+    commPager.replaceChildren(...(out.total > COMMUNITY_PAGE ? [
+      el("button", { type: "button", disabled: commOffset === 0, onclick: () => { commOffset = Math.max(0, commOffset - COMMUNITY_PAGE); loadCommunities().catch((x) => notice(x.message)); } }, "← Previous communities"),
+      el("button", { type: "button", disabled: commOffset + COMMUNITY_PAGE >= out.total, onclick: () => { commOffset += COMMUNITY_PAGE; loadCommunities().catch((x) => notice(x.message)); } }, "Next communities →")] : []));
+  }
+
+  async function refreshCommunities() {
+    recompute.disabled = true;
+    commMeta.textContent = "Computing communities…";
+    const done = await api("POST", "/api/knowledge/communities/refresh");
+    commOffset = 0;
+    await loadCommunities();
+    recompute.disabled = false;
+    notice(`Computed ${done.communities} communities of ${done.members} entities in ${(done.took_ms / 1000).toFixed(1)} s.`);
+  }
 
   async function loadList() {
     const p = new URLSearchParams({ limit: PAGE, offset });
@@ -160,6 +201,7 @@ export async function render(main, arg) {
         el("dt", {}, "aliases"), el("dd", { id: "kg-aliases" }, d.aliases.length ? d.aliases.join(", ") : "none"),
         d.description ? [el("dt", {}, "description"), el("dd", {}, d.description)] : "",
         d.pinned ? [el("dt", {}, "pinning"), el("dd", {}, d.pinned)] : "",
+        d.community ? [el("dt", {}, "community"), el("dd", { id: "kg-community" }, `${d.community.name} (${d.community.size} entities)`)] : "",
         el("dt", {}, "updated"), el("dd", {}, fmtDate(d.updated_at))),
       el("h4", {}, `Neighbours (${d.related.length})`),
       el("p", { class: "meta" }, "Select a node (click, or Tab then Enter) to expand its neighbours into the graph."),
@@ -181,6 +223,6 @@ export async function render(main, arg) {
   }
 
   form.addEventListener("submit", (ev) => { ev.preventDefault(); offset = 0; loadList().catch((e) => notice(e.message)); });
-  await loadList();
+  await Promise.all([loadList(), loadCommunities()]);
   if (arg) await select(arg, true);
 }

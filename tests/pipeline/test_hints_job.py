@@ -140,9 +140,14 @@ def test_an_outage_parks_the_job_until_the_provider_answers(pipeline_rt: Make, f
     assert _hints(api, mid, "llm") == QUESTIONS
 
 
-def test_no_hints_job_with_hints_off_or_without_llm_hints(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
-    for flags in ({"enabled": False}, {"enabled": True, "llm": False}):
-        rt, api = pipeline_rt("ollama", embedding="none", hints=flags)
+def test_no_hints_job_with_hints_off_without_llm_hints_or_in_shadow_mode(pipeline_rt: Make, fake_llm: FakeLLM) -> None:
+    cases: list[tuple[dict[str, bool], dict[str, bool]]] = [
+        ({"enabled": False}, {}),
+        ({"enabled": True, "llm": False}, {}),
+        ({"enabled": True}, {"shadowMode": True}),
+    ]
+    for flags, more in cases:
+        rt, api = pipeline_rt("ollama", embedding="none", hints=flags, **more)
         mid = api.post("/api/memory/remember", json={"content": TEXT, "who": "Joanna"}).json()["id"]
         wait_idle(rt)
         assert rows(rt, "SELECT id FROM memory_jobs WHERE memory_id = ? AND job_type = 'hints'", mid) == []

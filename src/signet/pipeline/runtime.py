@@ -145,10 +145,10 @@ class Pipeline:
 
     def llm_hints(self) -> bool:
         """Whether a remembered memory also gets an LLM ``hints`` job (signet.pipeline.hints):
-        hints on, their LLM part on, and a provider configured (with ``none`` the job could only
-        wait)."""
+        hints on, their LLM part on, a provider configured (with ``none`` the job could only
+        wait), and not in shadow mode (which writes nothing an LLM proposed)."""
         h = self.settings.hints
-        return h.enabled and h.llm and self.settings.extraction.provider != "none"
+        return h.enabled and h.llm and self.settings.extraction.provider != "none" and not self.settings.shadow_mode
 
     def summarize(self, turns: list[Turn]) -> str | None:
         """The handoff summarizer (HookService.summarizer) on the configured provider. With

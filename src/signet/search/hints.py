@@ -30,14 +30,15 @@ def hint_matches(conn: Connection, match: str, where: str, params: list[Any], li
 
     ``match`` is the recall's FTS5 expression (signet.search.fts: every term quoted, never user
     syntax); ``where`` / ``params`` the flat legs' filter over ``memories m``. BM25 is FTS5's
-    (negative, lower is better), ``-ts_rank`` on PostgreSQL (signet.store.pg_dialect)."""
+    (negative, lower is better), ``-ts_rank`` on PostgreSQL (signet.store.pg_dialect); equal
+    scores in store order, so a recall's answer does not depend on the run."""
     if not match or limit <= 0:
         return []
     # CROSS JOIN pins the FTS table as the outer loop (signet.search.ftspool says why).
     sql = (
         "SELECT m.id, bm25(memory_hints_fts) AS r FROM memory_hints_fts"
         " CROSS JOIN memories m ON m.seq = memory_hints_fts.memory_seq"
-        f" WHERE memory_hints_fts MATCH ? AND {where} ORDER BY r LIMIT ?"
+        f" WHERE memory_hints_fts MATCH ? AND {where} ORDER BY r, m.seq LIMIT ?"
     )
     best: dict[str, float] = {}
     for row in conn.execute(sql, (match, *params, limit * OVERFETCH)):

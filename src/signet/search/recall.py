@@ -217,8 +217,9 @@ class Recaller:
                 cand.vector = sim
                 cand.in_vector_pool = True
         hint_only = {mid for mid in hinted if mid not in candidates}
-        for mid in hint_only:  # scored on both legs like the others: its cosine comes from the index
-            candidates[mid] = Candidate(mid)
+        for mid in hinted:  # in BM25 order (ties in the final sort keep it); cosines come from the index
+            if mid in hint_only:
+                candidates[mid] = Candidate(mid)
         if qvec is not None:
             missing = [c.memory_id for c in candidates.values() if c.vector is None]
             for mid, sim in self.index.scores_for(qvec, missing).items():

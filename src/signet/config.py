@@ -262,6 +262,25 @@ class TraversalSettings(Section):
     )
 
 
+class HintsSettings(Section):
+    """Prospective hints (spec 001, hints worker; docs/recall.md): the questions a memory would
+    answer, written at remember time (a template; with an LLM, also a pipeline job) and matched
+    at recall as their own evidence channel. Off by default: it did not gain on both yardsticks
+    (docs/benchmarks.md, prospective hints)."""
+
+    enabled: bool = Field(
+        False, description="write hints at remember time and match them at recall (docs/benchmarks.md: off)"
+    )
+    max: int = Field(5, ge=1, le=10, description="hints per memory at most, per source (template, LLM)")
+    cap: float = Field(
+        0.75, ge=0.0, le=1.0, description="a hint-only candidate scores at most this share of the best flat one"
+    )
+    boost: float = Field(
+        0.05, ge=0.0, le=0.5, description="score boost of a keyword/vector candidate its hints also match"
+    )
+    llm: bool = Field(True, description="with an LLM provider, also queue a hints job per remembered memory")
+
+
 class TelemetrySettings(Section):
     """Local telemetry (docs/operations.md): an event log of counts and timings in the workspace
     database, and the opt-in recall QA ledger. Nothing is ever sent anywhere."""
@@ -368,15 +387,9 @@ class TranscriptExtractionSettings(Section):
 
 
 class PipelineSettings(Section):
-    # The spec's prospective hints are not implemented here; their settings are read by nothing.
     # ``telemetryEnabled`` is the spec's switch for sending anonymous events, and nothing is sent
     # here (``telemetry.enabled`` governs the local event log).
-    legacy_keys = frozenset(
-        {
-            "hints",
-            "telemetryEnabled",
-        }
-    )
+    legacy_keys = frozenset({"telemetryEnabled"})
 
     @model_validator(mode="before")
     @classmethod
@@ -446,6 +459,7 @@ class PipelineSettings(Section):
     transcripts: TranscriptExtractionSettings = Field(default_factory=TranscriptExtractionSettings)
     graph: GraphSettings = Field(default_factory=GraphSettings)
     traversal: TraversalSettings = Field(default_factory=TraversalSettings)
+    hints: HintsSettings = Field(default_factory=HintsSettings)
 
     @field_validator("budgets")
     @classmethod

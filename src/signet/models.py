@@ -245,8 +245,9 @@ class RecallResult(BaseModel):
     id: str
     content: str
     score: float
-    source: Literal["hybrid", "fts", "vector", "graph"]
-    """``graph``: reached only by walking the query's entities (docs/recall.md, knowledge graph)."""
+    source: Literal["hybrid", "fts", "vector", "graph", "hint"]
+    """``graph``: reached only by walking the query's entities (docs/recall.md, knowledge graph);
+    ``hint``: found only through the memory's prospective hints (docs/recall.md, hints)."""
     type: str
     tags: list[str]
     importance: float
@@ -354,6 +355,20 @@ class HistoryEvent(BaseModel):
 class HistoryResponse(BaseModel):
     memory_id: str
     events: list[HistoryEvent]
+
+
+class MemoryHint(BaseModel):
+    hint: str = Field(description="a question the memory would answer")
+    source: Literal["template", "llm"] = Field(description="who wrote it: the template at remember time, or the LLM")
+    created_at: str
+
+
+class HintsResponse(BaseModel):
+    """A memory's prospective hints (docs/recall.md, hints)."""
+
+    memory_id: str
+    enabled: bool = Field(description="memory.pipelineV2.hints.enabled: whether hints are written and matched now")
+    hints: list[MemoryHint]
 
 
 # --- modify -------------------------------------------------------------------------------

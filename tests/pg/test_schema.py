@@ -145,7 +145,7 @@ def test_migrations_36_and_37_on_postgresql(pg_url: str) -> None:
                 " created_at, updated_at) VALUES (%s, 'e1', 'default', %s, %s, 0.6, %s, %s)",
                 (aid, name, name, NOW, NOW),
             )
-        assert pg_migrations.migrate(conn) == [36, 37]
+        assert pg_migrations.migrate(conn, [m for m in pg_schema.PG_MIGRATIONS if m.version <= 37]) == [36, 37]
         assert [r[0] for r in conn.execute("SELECT id FROM entity_aspects").fetchall()] == ["llm"]
         got = set(
             conn.execute(
@@ -159,3 +159,32 @@ def test_migrations_36_and_37_on_postgresql(pg_url: str) -> None:
         assert stored == (3, 1, 1)  # "lisbon" (another spelling) and m2's earlier link time are kept
         conn.execute("DELETE FROM entities WHERE id = 'e1'")
         assert conn.execute("SELECT COUNT(*) FROM memory_entity_links").fetchone()[0] == 1
+
+
+def test_migration_38_hints_on_postgresql(pg_url: str) -> None:
+    """The hints of a PostgreSQL store: the same search SQL as SQLite's (signet.search.hints,
+    translated to the ``tsvector``), the same filter, removed with their memory or its old text."""
+    from signet.knowledge import hints as stored_hints
+    from signet.search.hints import hint_matches
+
+    with PostgresDatabase(resolve(pg_url, "env:SIGNET_TEST_NO_SUCH_VAR")) as db:
+
+        def add(conn: Any) -> None:
+            for mid, project in (("m1", "a"), ("m2", "b"), ("m3", "a")):
+                conn.execute(
+                    "INSERT INTO memories(id, content, content_hash, normalized_content, project, created_at,"
+                    " updated_at) VALUES (?, 'x', ?, '', ?, ?, ?)",
+                    (mid, mid, project, NOW, NOW),
+                )
+            for seq in (1, 2, 3):
+                stored_hints.write(conn, seq, ['Which "greenhouse" NEAR( did she visit?'], "llm")
+
+        db.write(add)
+        where, params = "m.is_deleted = 0 AND m.project = ?", ["a"]
+        found = db.read(lambda c: hint_matches(c, '"greenhouse"', where, params, 10))
+        assert sorted(mid for mid, _ in found) == ["m1", "m3"] and all(score < 0 for _, score in found)
+        db.write(lambda c: c.execute("UPDATE memories SET content = 'new text' WHERE id = 'm3'"))
+        db.write(lambda c: c.execute("DELETE FROM memories WHERE id = 'm2'"))
+        assert [mid for mid, _ in db.read(lambda c: hint_matches(c, '"greenhouse"', where, params, 10))] == ["m1"]
+        left = db.read(lambda c: c.execute("SELECT memory_seq FROM memory_hints ORDER BY memory_seq").fetchall())
+        assert [r[0] for r in left] == [1]

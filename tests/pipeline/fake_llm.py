@@ -8,7 +8,8 @@ Every answer reports 100 input and 20 output tokens in its protocol's usage fiel
 budgets count them). Tests script the model with two callables: ``extract(text) -> Reply |
 str`` for extraction prompts and ``decide(fact, candidates) -> Reply | str`` for decision prompts (candidates is a
 list of (id, content) parsed from the prompt), and ``knowledge(text, known) -> Reply | str`` for the
-knowledge builder's prompts (known: its "Known" lines; the default answers no entities). A :class:`Reply` can be slow (timeouts), an
+knowledge builder's prompts (known: its "Known" lines; the default answers no entities), and
+``hints(text)`` for the hints job's prompts (the default answers no questions). A :class:`Reply` can be slow (timeouts), an
 HTTP error, or a raw body (malformed JSON). Every request is recorded.
 """
 
@@ -72,6 +73,7 @@ class FakeLLM:
             {"action": "none", "targetId": c[0][0], "confidence": 0.9, "reason": "covered"}
         )
         self.knowledge: Callable[[str, list[str]], Reply | str] = lambda text, known: as_json({"entities": []})
+        self.hints: Callable[[str], Reply | str] = lambda text: as_json({"questions": []})
         self.summarize: Callable[[str], Reply | str] = lambda text: "- worked on things"
         self.synthesize: Callable[[str], Reply | str] = lambda text: "## Now\n- working memory from the fake model"
         self.consolidate: Callable[[list[tuple[str, str]]], Reply | str] = lambda mems: as_json(
@@ -170,6 +172,8 @@ class FakeLLM:
         if "You build a knowledge graph" in prompt:
             text, known = parse_knowledge_prompt(prompt)
             out = self.knowledge(text, known)
+        elif "You write the questions a memory would answer" in prompt:
+            out = self.hints(extraction_text(prompt))
         elif "You extract durable knowledge" in prompt:
             out = self.extract(extraction_text(prompt))
         elif "You maintain a memory store" in prompt:

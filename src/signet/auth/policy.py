@@ -80,6 +80,7 @@ ROUTE_PERMISSIONS: dict[tuple[str, str], Permission] = {
     ("PATCH", "/api/memory/{memory_id}"): "modify",
     ("DELETE", "/api/memory/{memory_id}"): "forget",
     ("GET", "/api/memory/{memory_id}/history"): "recall",
+    ("GET", "/api/memory/{memory_id}/hints"): "recall",
     ("GET", "/api/knowledge/entities"): "recall",
     ("GET", "/api/knowledge/entities/{entity_id}"): "recall",
     ("GET", "/api/knowledge/entities/{entity_id}/expand"): "recall",

@@ -29,7 +29,7 @@ from signet.store.locking import skip_locked
 from signet.store.records import now_iso
 from signet.store.sqlite import Connection
 
-JOB_TYPES = ("extract", "document_ingest")
+JOB_TYPES = ("extract", "document_ingest", "hints")
 WAITING_FOR_PROVIDER = "waiting_for_provider"
 WAITING_FOR_BUDGET = "waiting_for_budget"
 WAITING = (WAITING_FOR_PROVIDER, WAITING_FOR_BUDGET)

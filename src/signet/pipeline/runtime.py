@@ -11,11 +11,13 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from signet.config import ExtractionSettings, LlmBudget, PipelineSettings
+from signet.knowledge import hints
 from signet.knowledge import store as knowledge
 from signet.knowledge.extract import extract as extract_mentions
 from signet.memory.service import MemoryService
 from signet.pipeline import graph, queue
 from signet.pipeline.extraction import cap_input, render, strip_think
+from signet.pipeline.hint_fill import HintFiller
 from signet.pipeline.llm.base import LlmProvider, LlmUnavailable
 from signet.pipeline.llm.supply import LlmSupply
 from signet.pipeline.worker import Processor, Worker
@@ -27,6 +29,8 @@ LINK_NAMES = "link_names"
 """Key :meth:`Pipeline.prepare_remember` adds to the memory dict: the entity linker's candidate names."""
 MENTIONS = "mentions"
 """Key :meth:`Pipeline.prepare_remember` adds: the deterministic extractor's entities (signet.knowledge)."""
+HINTS = "hints"
+"""Key :meth:`Pipeline.prepare_remember` adds: the memory's template hints (signet.knowledge.hints)."""
 
 if TYPE_CHECKING:
     from signet.transcript import Turn
@@ -60,6 +64,8 @@ class Pipeline:
             on_unavailable=self.supply.mark_down,
         )
         self.supply.on_change.append(self.worker.kick)
+        self.hint_filler = HintFiller(db, settings.hints)
+        """Template hints for memories that have none (stored while hints were off, imported, edited)."""
         service.prepare_hooks.append(self.prepare_remember)
         service.on_remember_tx.append(self.on_remember)
 
@@ -106,6 +112,11 @@ class Pipeline:
             mem[LINK_NAMES] = linkable_names(mem["content"])
             if not self.llm_builds_graph():
                 mem[MENTIONS] = extract_mentions(mem["content"], mem.get("who"))
+        if self.settings.hints.enabled:
+            mentions = mem.get(MENTIONS)
+            if mentions is None:
+                mentions = extract_mentions(mem["content"], mem.get("who"))
+            mem[HINTS] = hints.templates(mem["content"], mem.get("who"), mentions, limit=self.settings.hints.max)
 
     def llm_builds_graph(self) -> bool:
         """Whether an LLM builds the knowledge graph (extraction on and a provider set): then
@@ -114,18 +125,30 @@ class Pipeline:
         return self.settings.enabled and self.settings.extraction.provider != "none" and self.provider is not None
 
     def on_remember(self, conn: Connection, mem: dict[str, Any]) -> None:
-        """Inside the remember transaction: link entities, queue extraction (never for the
-        pipeline's own facts, which would loop, nor for document chunks: a document is stored
-        as it is written, chunk by chunk, and is searchable without an LLM reading it)."""
+        """Inside the remember transaction: link entities, write the template hints (computed
+        before, on the caller's thread), queue extraction (never for the pipeline's own facts,
+        which would loop, nor for document chunks: a document is stored as it is written, chunk
+        by chunk, and is searchable without an LLM reading it)."""
         if self.settings.graph.enabled:
             agent = mem.get("agent_id") or "default"
             mentions, seq = mem.get(MENTIONS) or [], int(mem["seq"])
             knowledge.record(conn, seq, agent, mentions)
             linked = {m.canonical for m in mentions}  # record() linked these already
             graph.inline_link(conn, seq, mem["content"], agent, mem.get(LINK_NAMES), skip=linked)
+        if mem.get(HINTS):
+            hints.write(conn, int(mem["seq"]), mem[HINTS], "template")
         if self.settings.enabled and mem.get("source_type") not in NOT_EXTRACTED:
             queue.enqueue(conn, "extract", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
+            if self.llm_hints():
+                queue.enqueue(conn, "hints", memory_id=mem["id"], max_attempts=self.settings.max_attempts)
             self.worker.notify()
+
+    def llm_hints(self) -> bool:
+        """Whether a remembered memory also gets an LLM ``hints`` job (signet.pipeline.hints):
+        hints on, their LLM part on, a provider configured (with ``none`` the job could only
+        wait), and not in shadow mode (which writes nothing an LLM proposed)."""
+        h = self.settings.hints
+        return h.enabled and h.llm and self.settings.extraction.provider != "none" and not self.settings.shadow_mode
 
     def summarize(self, turns: list[Turn]) -> str | None:
         """The handoff summarizer (HookService.summarizer) on the configured provider. With
@@ -151,8 +174,10 @@ class Pipeline:
     def start(self) -> None:
         self.supply.load()
         self.worker.start()
+        self.hint_filler.start()
 
     def stop(self) -> None:
+        self.hint_filler.stop()
         self.worker.stop()
 
     # -- status ----------------------------------------------------------------------------

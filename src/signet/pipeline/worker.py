@@ -37,9 +37,10 @@ from typing import Any
 
 from signet.config import PipelineSettings
 from signet.knowledge import attributes
+from signet.knowledge import hints as stored_hints
 from signet.knowledge.claims import Knowledge
 from signet.memory.service import MemoryService
-from signet.pipeline import graph, queue
+from signet.pipeline import graph, hints, queue
 from signet.pipeline.decision import Proposal, decide
 from signet.pipeline.extraction import (
     EntityTriple,
@@ -61,8 +62,8 @@ log = logging.getLogger(__name__)
 JITTER_MS = 500
 CONTEXT_TURNS = 2
 """Turns before a job's ``turn_from`` read along with the new ones, for context."""
-EXTRACT_JOBS = ("extract",)
-"""The job types this worker leases."""
+EXTRACT_JOBS = ("extract", "hints")
+"""The job types this worker leases (both need the LLM: they wait for it together)."""
 
 
 class PermanentJobError(Exception):
@@ -207,8 +208,29 @@ class Processor:
         raw = self.llm.complete(knowledge_prompt(text, known), purpose="knowledge", job_id=job_id)
         return parse_knowledge(raw)
 
+    def run_hints(self, job: queue.Job) -> dict[str, Any]:
+        """A ``hints`` job (signet.pipeline.hints): ask the model for the memory's questions
+        (no transaction open), then replace its LLM hints and complete in one transaction. A
+        malformed answer raises before anything is written; the queue retries."""
+        mid = job.memory_id
+        if mid is None:
+            raise PermanentJobError("hints job without a memory_id")
+        text = self.db.read(lambda c: hints.memory_text(c, mid))
+        if text is None:
+            skipped = {"skipped": "source memory is gone"}
+            return self.db.write(lambda c: self._complete(c, job, skipped))
+        questions = hints.generate(self.llm, text, self.settings.hints.max, job.id)
+
+        def finish(conn: Connection) -> dict[str, Any]:
+            written = stored_hints.replace_llm(conn, mid, questions)
+            return self._complete(conn, job, hints.result(written, questions))
+
+        return self.db.write(finish)
+
     def run(self, job: queue.Job) -> dict[str, Any]:
         """Process ``job`` and complete it; returns the stored result. Raises :class:`LeaseLost`."""
+        if job.job_type == "hints":
+            return self.run_hints(job)
         src = self.source(job)
         if src is None:
             skipped = {"skipped": "source memory is gone"}

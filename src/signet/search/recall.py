@@ -38,7 +38,7 @@ from typing import Any, TypeVar
 from signet.config import Settings, TraversalSettings
 from signet.embedding.base import EmbeddingError
 from signet.embedding.service import EmbeddingService
-from signet.search import dampening, lifescore, supersession, traversal
+from signet.search import dampening, hints, lifescore, supersession, traversal
 from signet.search.fts import match_of, recall_terms
 from signet.search.ftspool import keyword_pool, mirrored_pool
 from signet.search.keyword_mirror import KeywordMirror
@@ -208,6 +208,7 @@ class Recaller:
                 log.warning("query embedding failed, keyword results only: %s", exc)
                 vec_ok, reason = False, f"query embedding failed: {exc}; keyword results only"
         vec_hits = self._vector_pools(qvec, flt, where, params, pool, window) if qvec is not None else []
+        hinted = self._hints(keywords, where, params, pool)
         if fts_job is not None:
             for mid, raw in fts_job.result():
                 candidates[mid] = Candidate(mid, fts_raw=raw, in_fts_pool=True)
@@ -216,6 +217,11 @@ class Recaller:
                 cand = candidates.setdefault(mid, Candidate(mid))
                 cand.vector = sim
                 cand.in_vector_pool = True
+        hint_only = {mid for mid in hinted if mid not in candidates}
+        for mid in hinted:  # in BM25 order (ties in the final sort keep it); cosines come from the index
+            if mid in hint_only:
+                candidates[mid] = Candidate(mid)
+        if qvec is not None:
             missing = [c.memory_id for c in candidates.values() if c.vector is None]
             for mid, sim in self.index.scores_for(qvec, missing).items():
                 candidates[mid].vector = sim
@@ -227,8 +233,10 @@ class Recaller:
         for c in candidates.values():
             f = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else 0.0
             v = max(c.vector or 0.0, 0.0)
+            if c.memory_id in hint_only:  # its hint's BM25 stands in for the keyword part
+                f = hinted[c.memory_id]
             c.score = eff_alpha * v + (1.0 - eff_alpha) * f
-        flat = set(candidates)
+        flat = set(candidates) - hint_only
         graph = self._graph(query, flt, where, params, qvec, candidates)
         rows = self._rows(list(candidates))  # one read: the nudges need who/content, the hits the rows
         self._adjust(query, candidates, rows, window)
@@ -236,6 +244,12 @@ class Recaller:
         if graph is not None:
             for mid, score in traversal.shape(
                 {m: c.score for m, c in candidates.items()}, flat, graph, self._traversal, limit
+            ).items():
+                candidates[mid].score = score
+        if hinted:
+            hint_cfg = self.settings.memory.pipeline.hints
+            for mid, score in hints.shape(
+                {m: c.score for m, c in candidates.items()}, flat, hinted, cap=hint_cfg.cap, boost=hint_cfg.boost
             ).items():
                 candidates[mid].score = score
         self._dampen(candidates, rows, keywords.terms)
@@ -249,7 +263,7 @@ class Recaller:
             if row is None:
                 continue
             source = "hybrid" if c.in_fts_pool and c.in_vector_pool else ("fts" if c.in_fts_pool else "vector")
-            source = source if c.memory_id in flat else "graph"
+            source = source if c.memory_id in flat else ("hint" if c.memory_id in hint_only else "graph")
             fts_norm = abs(c.fts_raw) / max_fts if c.fts_raw is not None and max_fts > 0 else None
             hits.append(RecallHit(row, round(c.score, 6), source, fts_norm, c.vector, marks.get(c.memory_id)))
         return RecallOutcome(
@@ -260,6 +274,15 @@ class Recaller:
             took_ms=(time.perf_counter() - started) * 1000,
             graph=graph,
         )
+
+    def _hints(self, keywords: _Keywords, where: str, params: list[Any], pool: int) -> dict[str, float]:
+        """The prospective-hint channel (signet.search.hints), when ``hints.enabled``: memory id ->
+        its best hint's normalised BM25 for the recall's keyword query, under the flat legs' filter."""
+        if not self.settings.memory.pipeline.hints.enabled or not keywords.terms:
+            return {}
+        match = keywords.match
+        found = self.db.read(lambda c: hints.hint_matches(c, match, where, params, pool))
+        return hints.normalised(found)
 
     @property
     def _traversal(self) -> TraversalSettings:

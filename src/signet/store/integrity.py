@@ -88,7 +88,7 @@ class RecoverReport:
     damaged_copy: str = ""
 
 
-_SKIP = ("sqlite_", "memories_fts", "memories_ctx_fts", "schema_migrations")
+_SKIP = ("sqlite_", "memories_fts", "memories_ctx_fts", "memory_hints_fts", "schema_migrations")
 """Tables not copied: SQLite's own, the search indexes (rebuilt from the rows) and the
 migration book-keeping (the fresh database has its own)."""
 
@@ -118,6 +118,7 @@ def recover(path: Path) -> RecoverReport:
         new.execute("DETACH DATABASE old")
         new.execute("BEGIN IMMEDIATE")
         new.execute("INSERT INTO memories_fts(memories_fts) VALUES ('rebuild')")
+        new.execute("INSERT INTO memory_hints_fts(memory_hints_fts) VALUES ('rebuild')")
         rebuild_thread_context(new)
         new.execute("COMMIT")
     finally:

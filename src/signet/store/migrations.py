@@ -26,6 +26,7 @@ from signet.store.schema_documents import DOCUMENTS_SCHEMA
 from signet.store.schema_entity_links import ENTITY_LINKS_SCHEMA
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
+from signet.store.schema_hints import HINTS_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
 from signet.store.schema_kind_aspects import KIND_ASPECTS_SCHEMA
 from signet.store.schema_knowledge import KNOWLEDGE_SCHEMA
@@ -329,7 +330,8 @@ MIGRATIONS: list[Migration] = [
     Migration(34, "task_runner", TASK_RUNNER_SCHEMA),
     Migration(36, "entity_links", ENTITY_LINKS_SCHEMA, foreign_keys_off=True),
     Migration(37, "kind_aspects", KIND_ASPECTS_SCHEMA),
-    # 38 is the next free number on both engines.
+    Migration(38, "memory_hints", HINTS_SCHEMA),
+    # 39 is the next free number on both engines.
 ]
 
 BOOKKEEPING = """

@@ -90,7 +90,12 @@ def _conditions(tree: exp.Expr) -> list[exp.Expr]:
     return out
 
 
-FTS_TABLES = {"memories_fts": "memories", "memories_ctx_fts": "memories", "transcript_turns_fts": "transcript_turns"}
+FTS_TABLES = {
+    "memories_fts": "memories",
+    "memories_ctx_fts": "memories",
+    "transcript_turns_fts": "transcript_turns",
+    "memory_hints_fts": "memory_hints",
+}
 """FTS5 table -> the table whose ``fts`` tsvector column stands for it (signet.store.pg_schema).
 ``memories_ctx_fts`` (content + thread context) is answered from the content alone."""
 

@@ -461,7 +461,7 @@ def _not_copied(source: AnyEnd, target: AnyEnd) -> list[str]:
     assert isinstance(sqlite_end, SqliteEnd)
     return sorted(
         {*sqlite_end.engine_tables(), *(n for n in NOT_COPIED if n != "sqlite_sequence")}
-        | {"memories.fts", "transcript_turns.fts"}
+        | {"memories.fts", "transcript_turns.fts", "memory_hints.fts"}
     )
 
 

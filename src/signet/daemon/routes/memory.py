@@ -10,6 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from signet.daemon.deps import ActorDep, RuntimeDep, ScopeDep
 from signet.errors import InvalidRequest
+from signet.knowledge import hints as stored_hints
 from signet.models import (
     MAX_QUERY_CHARS,
     DeleteResponse,
@@ -17,9 +18,11 @@ from signet.models import (
     ErrorResponse,
     ForgetRequest,
     ForgetResponse,
+    HintsResponse,
     HistoryResponse,
     ListQuery,
     Memory,
+    MemoryHint,
     MemoryList,
     MemoryType,
     ModifyRequest,
@@ -166,6 +169,18 @@ def delete_memory(
 @router.get("/api/memory/{memory_id}/history", response_model=HistoryResponse)
 def memory_history(memory_id: str, runtime: RuntimeDep, scope: ScopeDep) -> HistoryResponse:
     return runtime.service.history(memory_id, scope=scope)
+
+
+@router.get("/api/memory/{memory_id}/hints", response_model=HintsResponse)
+def memory_hints(memory_id: str, runtime: RuntimeDep, scope: ScopeDep) -> HintsResponse:
+    """The questions the memory would answer (prospective hints, docs/recall.md); 404 like GET."""
+    mid = runtime.service.get(memory_id, scope=scope).id
+    rows = runtime.db.read(lambda c: stored_hints.of_memory(c, mid))
+    return HintsResponse(
+        memory_id=mid,
+        enabled=runtime.settings.memory.pipeline.hints.enabled,
+        hints=[MemoryHint(hint=h, source=src, created_at=at) for h, src, at in rows],
+    )
 
 
 @router.post("/api/memory/{memory_id}/recover", response_model=RecoverResponse)

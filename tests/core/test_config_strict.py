@@ -35,7 +35,7 @@ def write(path: Path, data: dict[str, object]) -> Path:
             {"agents": {"roster": [{"name": "a", "readpolicy": "shared"}]}},
             "agents.roster.0.readpolicy: unknown key; did you mean agents.roster.0.readPolicy?",
         ),
-        ({"search": {"zzz": 1}}, "search.zzz: unknown key; valid keys here: alpha, default_limit"),
+        ({"search": {"zzz": 1}}, "search.zzz: unknown key; valid keys here: alpha, dampening, default_limit"),
         ({"daemon": {"prot": 4000}}, "daemon.prot: unknown key; did you mean daemon.port?"),
     ],
 )

@@ -20,6 +20,7 @@ from mcp.shared.exceptions import MCPError
 from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from tests.conftest import DaemonProcess, free_port
 from tests.mcp.conftest import quiet_workspace, run, stdio_params
+from tests.mcp.test_mcp_server import TOOLS
 
 
 def test_stdio_without_daemon_says_how_to_start_it(tmp_path: Path) -> None:
@@ -28,7 +29,7 @@ def test_stdio_without_daemon_says_how_to_start_it(tmp_path: Path) -> None:
 
     async def scenario() -> None:
         async with Client(stdio_params(ws, port)) as c:
-            assert len((await c.list_tools()).tools) == 14  # listing needs no daemon
+            assert len((await c.list_tools()).tools) == len(TOOLS)  # listing needs no daemon
             for _ in range(2):  # and the server survives the failure
                 r = await c.call_tool("memory_search", {"query": "anything"})
                 assert r.is_error
@@ -39,7 +40,7 @@ def test_stdio_without_daemon_says_how_to_start_it(tmp_path: Path) -> None:
             assert soul.contents[0].text == (ws.root / "SOUL.md").read_text(encoding="utf-8")  # type: ignore[union-attr]
             with pytest.raises(MCPError, match=r"MEMORY\.md does not exist"):
                 await c.read_resource("signet://identity/MEMORY.md")
-            assert len((await c.list_tools()).tools) == 14
+            assert len((await c.list_tools()).tools) == len(TOOLS)
 
     (ws.root / "MEMORY.md").unlink(missing_ok=True)
     run(scenario())
@@ -93,7 +94,7 @@ def test_http_endpoint_speaks_plain_json_rpc(mcp_daemon: DaemonProcess) -> None:
     assert init.json()["result"]["serverInfo"]["name"] == "signet"
     listed = httpx.post(url, headers=HEADERS, json=_rpc("tools/list", id_=2))
     assert listed.status_code == 200, listed.text
-    assert len(listed.json()["result"]["tools"]) == 14
+    assert len(listed.json()["result"]["tools"]) == len(TOOLS)
     called = httpx.post(
         url, headers=HEADERS, json=_rpc("tools/call", {"name": "memory_get", "arguments": {"id": "missing"}}, id_=3)
     )
@@ -196,7 +197,7 @@ def test_mcp_endpoint_outside_the_lifespan_is_a_clear_503(make_workspace: Any) -
     assert r.status_code == 503 and r.json()["code"] == "daemon_unavailable"
     with TestClient(create_app(ws), base_url="http://127.0.0.1:3850") as running:
         listed = running.post("/mcp", headers=HEADERS, json=_rpc("tools/list"))
-        assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == 14
+        assert listed.status_code == 200 and len(listed.json()["result"]["tools"]) == len(TOOLS)
 
 
 def test_mcp_tool_calls_reach_the_api_with_the_callers_credentials(make_workspace: Any) -> None:

@@ -5,9 +5,7 @@ memories the caller may not read (another project, forgotten), the SDK over a re
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -15,75 +13,30 @@ from fastapi.testclient import TestClient
 
 from signet.daemon.app import create_app
 from signet.runtime import Runtime
-from signet.workspace import Workspace, setup_workspace
 from tests.auth.conftest import bearer, token_for
-from tests.conftest import start_runtime, write_config
-from tests.pipeline.conftest import pipeline_config, wait_idle
-from tests.pipeline.fake_llm import FakeLLM, as_json
+from tests.pipeline.knowledge_env import Env, knowledge_env
 
-# text keyword -> (entity, aspect, key, value)
+# text keyword -> (entity, aspect, key, value, confidence)
 CLAIMS = {
-    "Berlin": ("Alice Moreau", "home", "city", "Berlin"),
-    "Paris": ("Alice Moreau", "home", "city", "Paris"),
-    "Acme": ("Alice Moreau", "work", "employer", "Acme"),
-    "Initech": ("Alice Moreau", "work", "employer", "Initech"),
-    "tennis": ("Marco Rossi", "hobbies", "sport", "tennis 100% of weekends"),
+    "Berlin": ("Alice Moreau", "home", "city", "Berlin", 0.9),
+    "Paris": ("Alice Moreau", "home", "city", "Paris", 0.9),
+    "Acme": ("Alice Moreau", "work", "employer", "Acme", 0.9),
+    "Initech": ("Alice Moreau", "work", "employer", "Initech", 0.9),
+    "tennis": ("Marco Rossi", "hobbies", "sport", "tennis 100% of weekends", 0.9),
 }
-
-
-def _claim(text: str) -> tuple[str, str, str, str] | None:
-    return next((c for k, c in CLAIMS.items() if k in text), None)
-
-
-def _extract(text: str) -> str:
-    claim = _claim(text)
-    if claim is None:
-        return as_json({"facts": [], "entities": []})
-    fact = {"content": f"{claim[0]} {claim[2]}: {claim[3]}.", "type": "fact", "confidence": 0.9}
-    return as_json({"facts": [fact], "entities": []})
-
-
-def _knowledge(text: str, known: list[str]) -> str:
-    claim = _claim(text)
-    if claim is None:
-        return as_json({"entities": []})
-    entity, aspect, key, value = claim
-    attr = {"key": key, "value": value, "kind": "state", "confidence": 0.9}
-    return as_json(
-        {"entities": [{"name": entity, "type": "person", "aspects": [{"name": aspect, "attributes": [attr]}]}]}
-    )
-
-
-Env = tuple[Workspace, Runtime, dict[str, str]]
+MEMORIES = {
+    "berlin": {"content": "Alice Moreau lives in Berlin.", "project": "home"},
+    "paris": {"content": "Alice Moreau moved to Paris in May.", "project": "home"},
+    "acme": {"content": "Alice Moreau works at Acme.", "project": "work"},
+    "initech": {"content": "Alice Moreau joined Initech last week.", "project": "work"},
+    "tennis": {"content": "Marco Rossi plays tennis 100% of weekends.", "project": "home"},
+}
 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    fake = FakeLLM().start()
-    fake.extract = _extract
-    fake.knowledge = _knowledge
-    tmp = tempfile.TemporaryDirectory()
-    ws = Workspace(Path(tmp.name) / "ws")
-    setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="none")
-    write_config(ws, memory=pipeline_config(fake), auth={"mode": "hybrid"})
-    rt = start_runtime(ws)
-    ids: dict[str, str] = {}
-    with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:
-        for key, body in {
-            "berlin": {"content": "Alice Moreau lives in Berlin.", "project": "home"},
-            "paris": {"content": "Alice Moreau moved to Paris in May.", "project": "home"},
-            "acme": {"content": "Alice Moreau works at Acme.", "project": "work"},
-            "initech": {"content": "Alice Moreau joined Initech last week.", "project": "work"},
-            "tennis": {"content": "Marco Rossi plays tennis 100% of weekends.", "project": "home"},
-        }.items():
-            r = c.post("/api/memory/remember", json=body)
-            assert r.status_code == 200, r.text
-            ids[key] = r.json()["id"]
-            wait_idle(rt)
-    yield ws, rt, ids
-    rt.stop()
-    fake.stop()
-    tmp.cleanup()
+    with knowledge_env(CLAIMS, MEMORIES, auth={"mode": "hybrid"}) as e:
+        yield e
 
 
 def _get(rt: Runtime, path: str, headers: dict[str, str] | None = None, **params: Any) -> Any:

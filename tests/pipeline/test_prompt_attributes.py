@@ -6,9 +6,7 @@ prompt's one token budget, before the memories."""
 
 from __future__ import annotations
 
-import tempfile
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -17,11 +15,10 @@ from fastapi.testclient import TestClient
 from signet.daemon.app import create_app
 from signet.hooks.budget import estimate_tokens
 from signet.runtime import Runtime
-from signet.workspace import Workspace, setup_workspace
+from signet.workspace import Workspace
 from tests.auth.conftest import bearer, token_for
-from tests.conftest import start_runtime, write_config
-from tests.pipeline.conftest import pipeline_config, rows, wait_idle
-from tests.pipeline.fake_llm import FakeLLM, as_json
+from tests.pipeline.conftest import rows
+from tests.pipeline.knowledge_env import Env, knowledge_env
 
 ROSTER = [
     {"name": "alice", "readPolicy": "isolated"},
@@ -42,58 +39,19 @@ PARIS = "Known about Alice Moreau: home: city = Paris"
 WHERE = "Where does Alice Moreau live these days?"
 
 
-def _claim(text: str) -> tuple[str, str, str, str, float] | None:
-    return next((c for k, c in CLAIMS.items() if k in text), None)
-
-
-def _extract(text: str) -> str:
-    claim = _claim(text)
-    if claim is None:
-        return as_json({"facts": [], "entities": []})
-    fact = {"content": f"{claim[0]} {claim[2]}: {claim[3]}.", "type": "fact", "confidence": 0.9}
-    return as_json({"facts": [fact], "entities": []})
-
-
-def _knowledge(text: str, known: list[str]) -> str:
-    claim = _claim(text)
-    if claim is None:
-        return as_json({"entities": []})
-    entity, aspect, key, value, confidence = claim
-    attr = {"key": key, "value": value, "kind": "state", "confidence": confidence}
-    return as_json(
-        {"entities": [{"name": entity, "type": "person", "aspects": [{"name": aspect, "attributes": [attr]}]}]}
-    )
-
-
-Env = tuple[Workspace, Runtime, dict[str, str]]
+MEMORIES = {
+    "alice-old": {"content": "Alice Moreau lives in Berlin, near the harbour.", "agent_id": "alice"},
+    "alice-new": {"content": "Alice Moreau moved to Paris in May.", "agent_id": "alice"},
+    "marco": {"content": "Marco Rossi might work at Acme, not sure.", "agent_id": "alice"},
+    "bob": {"content": "Bob heard Alice Moreau lives in Lyon these days.", "agent_id": "bob"},
+}
 
 
 @pytest.fixture(scope="module")
 def env() -> Iterator[Env]:
-    fake = FakeLLM().start()
-    fake.extract = _extract
-    fake.knowledge = _knowledge
-    tmp = tempfile.TemporaryDirectory()
-    ws = Workspace(Path(tmp.name) / "ws")
-    setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="none")
-    write_config(ws, memory=pipeline_config(fake), auth={"mode": "hybrid"}, agents={"roster": ROSTER})
-    rt = start_runtime(ws)
-    ids: dict[str, str] = {}
-    with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:
-        for key, body in {
-            "alice-old": {"content": "Alice Moreau lives in Berlin, near the harbour.", "agent_id": "alice"},
-            "alice-new": {"content": "Alice Moreau moved to Paris in May.", "agent_id": "alice"},
-            "marco": {"content": "Marco Rossi might work at Acme, not sure.", "agent_id": "alice"},
-            "bob": {"content": "Bob heard Alice Moreau lives in Lyon these days.", "agent_id": "bob"},
-        }.items():
-            r = c.post("/api/memory/remember", json={**body, "visibility": "global"})
-            assert r.status_code == 200, r.text
-            ids[key] = r.json()["id"]
-            wait_idle(rt)
-    yield ws, rt, ids
-    rt.stop()
-    fake.stop()
-    tmp.cleanup()
+    bodies = {k: {**b, "visibility": "global"} for k, b in MEMORIES.items()}
+    with knowledge_env(CLAIMS, bodies, auth={"mode": "hybrid"}, agents={"roster": ROSTER}) as e:
+        yield e
 
 
 def submit(rt: Runtime, headers: dict[str, str], prompt: str, **body: Any) -> dict[str, Any]:

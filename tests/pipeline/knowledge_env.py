@@ -15,7 +15,7 @@ from fastapi.testclient import TestClient
 from signet.daemon.app import create_app
 from signet.runtime import Runtime
 from signet.workspace import Workspace, setup_workspace
-from tests.conftest import start_runtime, write_config
+from tests.conftest import TEST_STORAGE, pg_storage_section, start_runtime, write_config
 from tests.pipeline.conftest import pipeline_config, wait_idle
 from tests.pipeline.fake_llm import FakeLLM, as_json
 
@@ -62,6 +62,8 @@ def knowledge_env(claims: ClaimTable, memories: Mapping[str, dict[str, Any]], **
         ws = Workspace(Path(tmp) / "ws")
         setup_workspace(ws, agent_name="t", user_name="T", embedding_provider="none")
         write_config(ws, memory=pipeline_config(fake), **config)
+        if TEST_STORAGE == "postgres":
+            write_config(ws, storage=pg_storage_section())
         rt = start_runtime(ws)
         try:
             ids: dict[str, str] = {}

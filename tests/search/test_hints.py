@@ -138,7 +138,8 @@ def test_a_hint_only_match_is_capped_at_three_quarters_of_the_best_flat(
     plain = {r["content"]: r["score"] for r in _recall(off_api, "Woodhaven trip")}
     lake = by_id[both]["score"] / plain["Another Woodhaven trip, to the lake this time."]
     assert 1.0 < lake <= 1.05 + 1e-6
-    assert by_id[flat]["score"] == plain["The Woodhaven trip was in spring."]
+    # its own template hint ("Who is Woodhaven?") may match too: on PostgreSQL's tsquery it does
+    assert 1.0 <= by_id[flat]["score"] / plain["The Woodhaven trip was in spring."] <= 1.05 + 1e-6
 
 
 def test_a_forgotten_memorys_hints_never_match_and_a_purge_removes_them(
@@ -157,7 +158,9 @@ def test_a_forgotten_memorys_hints_never_match_and_a_purge_removes_them(
     left = rt.db.read(lambda c: c.execute("SELECT COUNT(*) FROM memory_hints WHERE memory_seq = ?", (seq,)).fetchone())
     assert left[0] == 0
     fts = rt.db.read(
-        lambda c: c.execute("SELECT COUNT(*) FROM memory_hints_fts WHERE memory_hints_fts MATCH 'joanna'").fetchone()
+        lambda c: c.execute(
+            "SELECT COUNT(*) FROM memory_hints_fts WHERE memory_hints_fts MATCH ?", ("joanna",)
+        ).fetchone()
     )
     assert fts[0] == 0  # the index followed the cascade
 

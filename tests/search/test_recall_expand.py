@@ -22,7 +22,7 @@ from signet.runtime import Runtime
 from signet.sdk import SignetClient
 from signet.workspace import Workspace, setup_workspace
 from tests.auth.conftest import bearer, token_for
-from tests.conftest import DaemonProcess, launch_daemon, start_runtime, write_config
+from tests.conftest import TEST_STORAGE, DaemonProcess, launch_daemon, pg_storage_section, start_runtime, write_config
 
 ROSTER = [{"name": "alice", "readPolicy": "isolated"}, {"name": "bob", "readPolicy": "shared"}]
 LONG = "the rota detail " * 400
@@ -88,6 +88,8 @@ def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Env]:
         auth={"mode": "hybrid"},
         agents={"roster": ROSTER},
     )
+    if TEST_STORAGE == "postgres":
+        write_config(ws, storage=pg_storage_section())
     rt = start_runtime(ws)
     ids: dict[str, str] = {}
     with TestClient(create_app(rt, manage_runtime=False), base_url="http://127.0.0.1:3850") as c:

@@ -163,3 +163,18 @@ def test_a_prompt_naming_no_entity_is_answered_as_before(env: Env) -> None:
     finally:
         rt.hooks.settings = settings
     assert with_attrs["attributes"] == [] and with_attrs == without
+
+
+def test_a_session_is_not_given_the_same_attribute_again_within_the_dedup_window(env: Env) -> None:
+    ws, rt, _ = env
+    alice = agent(ws, "alice")
+    first = submit(rt, alice, WHERE, session_id="s-dedup")
+    assert values(first) == ["Paris"]
+    window = rt.settings.hooks.prompt_dedup_turns
+    for _ in range(window):
+        again = submit(rt, alice, WHERE, session_id="s-dedup")
+        assert values(again) == [] and PARIS not in again["context"]
+    # past the window it is given again; another session, and a call without one, get it at once
+    assert values(submit(rt, alice, WHERE, session_id="s-dedup")) == ["Paris"]
+    assert values(submit(rt, alice, WHERE, session_id="s-other")) == ["Paris"]
+    assert values(submit(rt, alice, WHERE)) == ["Paris"]

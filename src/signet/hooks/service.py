@@ -35,6 +35,7 @@ from signet.hooks.models import (
     SessionStartRequest,
     SessionStartResponse,
 )
+from signet.hooks.recent_facts import RecentFacts
 from signet.hooks.texts import PRE_COMPACTION
 from signet.hooks.transcripts import transcript_file, write_transcript
 from signet.ingest.base import clean_turns
@@ -154,6 +155,8 @@ class HookService:
         self.root = workspace_root
         self.pipeline_enabled = pipeline_enabled
         self.max_attempts = max_attempts
+        self.recent_facts = RecentFacts()
+        """The attributes each session was given lately (not repeated within ``prompt_dedup_turns``)."""
         """Attempts each queued extraction job gets (``memory.pipelineV2.maxAttempts``)."""
         self.summarizer: Summarizer | None = None
         """Set by the pipeline when an LLM provider is configured: upgrades the handoff."""
@@ -286,7 +289,7 @@ class HookService:
         budget = self.settings.prompt_budget_tokens if req.budget_tokens is None else req.budget_tokens
         if len(prompt) < 3 or prompt.startswith("/") or budget <= 0:
             return PromptSubmitResponse(context="", tokens=0, outcome="skipped", top_score=None, memories=[], turn=turn)
-        facts, block = self._prompt_attributes(prompt, agent, scope, math.floor(budget * ATTRIBUTE_SHARE))
+        facts, block = self._prompt_attributes(prompt, agent, scope, math.floor(budget * ATTRIBUTE_SHARE), key, turn)
         # The separator costs at most one token more than the two parts estimated apart.
         out = self._prompt_memories(prompt, budget - (estimate_tokens(block) + 1 if block else 0), key, turn, scope)
         if not facts:
@@ -295,10 +298,11 @@ class HookService:
         return out.model_copy(update={"context": context, "tokens": estimate_tokens(context), "attributes": facts})
 
     def _prompt_attributes(
-        self, prompt: str, agent: str, scope: ReadScope, cap: int
+        self, prompt: str, agent: str, scope: ReadScope, cap: int, key: str | None, turn: int
     ) -> tuple[list[InjectedAttribute], str]:
         """The current attributes of the agent's entities the prompt names (signet.search.current_view)
-        and their lines, within ``cap`` tokens; none when the graph or the setting is off.
+        and their lines, within ``cap`` tokens; none when the graph or the setting is off. In a
+        session, an attribute given within ``prompt_dedup_turns`` prompts is not given again.
 
         A graph read that fails costs the attributes, never the prompt's memories."""
         cfg = self.settings
@@ -324,6 +328,9 @@ class HookService:
         except sqlite3.Error as exc:
             log.warning("prompt-submit: reading entity attributes failed, memories only: %s", exc)
             return [], ""
+        if key is not None:
+            given = self.recent_facts.given_since(key, turn - cfg.prompt_dedup_turns)
+            found = [a for a in found if a.id not in given]
         lines: list[str] = []
         chosen: list[InjectedAttribute] = []
         for attr in found:
@@ -331,6 +338,8 @@ class HookService:
                 break
             lines.append(attr.line())
             chosen.append(InjectedAttribute.model_validate(asdict(attr)))
+        if key is not None and chosen:
+            self.recent_facts.record(key, [a.id for a in chosen], turn)
         return chosen, "\n".join(lines)
 
     def _prompt_memories(

@@ -23,6 +23,7 @@ from __future__ import annotations
 import atexit
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -253,6 +254,13 @@ def api(runtime: Runtime) -> Iterator[TestClient]:
     app = create_app(runtime, manage_runtime=False)
     with TestClient(app, raise_server_exceptions=False) as client:
         yield client
+
+
+def default_sigint() -> None:
+    """In the child before exec: Ctrl-C as a user's shell delivers it. A test run started in the
+    background by a non-interactive shell ignores SIGINT, every child inherits that, and Python
+    started with SIGINT ignored never raises KeyboardInterrupt (the Ctrl-C tests then hang)."""
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
 def free_port() -> int:

@@ -35,7 +35,7 @@ from signet.ops.logs import (
     to_entry,
 )
 from signet.workspace import Workspace
-from tests.conftest import DaemonProcess, start_runtime
+from tests.conftest import DaemonProcess, default_sigint, start_runtime
 
 pytestmark = pytest.mark.slow
 
@@ -405,6 +405,7 @@ class Follower:
             stderr=subprocess.PIPE,
             text=True,
             env=_cli_env(ws, port),
+            preexec_fn=default_sigint,  # Ctrl-C as a shell delivers it, even from a run that ignores SIGINT
         )
         self.lines: queue.Queue[str] = queue.Queue()
         threading.Thread(target=self._read, daemon=True).start()

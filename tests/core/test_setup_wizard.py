@@ -25,7 +25,7 @@ import pexpect  # type: ignore[import-untyped]
 import pytest
 import yaml
 
-from tests.conftest import free_port
+from tests.conftest import default_sigint, free_port
 from tests.pipeline.fake_llm import FakeLLM
 
 SIGNET = [sys.executable, "-m", "signet.cli.entry"]
@@ -71,7 +71,14 @@ def spawn(env: dict[str, str], *args: str, cwd: Path) -> pexpect.spawn:
     # 400 columns: the detection line names temp paths (longer under pytest-xdist's per-worker
     # folders); a narrower terminal wraps the line and the expected text splits.
     return pexpect.spawn(
-        SIGNET[0], [*SIGNET[1:], *args], env=env, cwd=str(cwd), encoding="utf-8", timeout=60, dimensions=(50, 400)
+        SIGNET[0],
+        [*SIGNET[1:], *args],
+        env=env,
+        cwd=str(cwd),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 400),
+        preexec_fn=default_sigint,
     )
 
 

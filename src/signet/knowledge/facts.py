@@ -16,7 +16,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from signet.knowledge.read import Attribute, entity_row, visible_facts
+from signet.knowledge.read import Attribute, attribute_fields, entity_row, visible_facts
 from signet.store.scope import ReadScope
 from signet.store.sqlite import Connection
 
@@ -63,22 +63,7 @@ class ClaimList(BaseModel):
 
 def _attribute(r: Any) -> EntityAttribute:
     return EntityAttribute(
-        id=r["id"],
-        key=r["attribute_key"],
-        value=r["attribute_value"],
-        claim_key=r["claim_key"],
-        group_key=r["group_key"],
-        kind=r["kind"],
-        claim_type=r["claim_type"],
-        status=r["status"],
-        superseded_by=r["superseded_by"],
-        superseded_at=r["superseded_at"],
-        confidence=float(r["confidence"]),
-        source_memory_id=r["source_memory_id"],
-        created_at=r["created_at"],
-        entity_id=r["entity_id"],
-        entity_name=r["entity_name"],
-        aspect=r["aspect_name"],
+        **attribute_fields(r), entity_id=r["entity_id"], entity_name=r["entity_name"], aspect=r["aspect_name"]
     )
 
 

@@ -113,6 +113,25 @@ def agent_for(scope: ReadScope, requested: str | None) -> str:
     return requested or "default"
 
 
+def attribute_fields(t: Any) -> dict[str, Any]:
+    """An ``entity_attributes`` row as :class:`Attribute`'s fields (shared by every reader)."""
+    return {
+        "id": t["id"],
+        "key": t["attribute_key"],
+        "value": t["attribute_value"],
+        "claim_key": t["claim_key"],
+        "group_key": t["group_key"],
+        "kind": t["kind"],
+        "claim_type": t["claim_type"],
+        "status": t["status"],
+        "superseded_by": t["superseded_by"],
+        "superseded_at": t["superseded_at"],
+        "confidence": float(t["confidence"]),
+        "source_memory_id": t["source_memory_id"],
+        "created_at": t["created_at"],
+    }
+
+
 def visible_facts(scope: ReadScope, decay_rate: float) -> tuple[str, list[Any]]:
     """SQL (over ``entity_attributes t``) keeping the facts whose source memory the caller may
     read (the filter recall applies): an attribute's value is text taken from its memory, and a
@@ -195,21 +214,7 @@ def get_entity(
     aspects: list[Aspect] = []
     for a in conn.execute("SELECT * FROM entity_aspects WHERE entity_id = ? ORDER BY aspect_name", (entity_id,)):
         attrs = [
-            Attribute(
-                id=t["id"],
-                key=t["attribute_key"],
-                value=t["attribute_value"],
-                claim_key=t["claim_key"],
-                group_key=t["group_key"],
-                kind=t["kind"],
-                claim_type=t["claim_type"],
-                status=t["status"],
-                superseded_by=t["superseded_by"],
-                superseded_at=t["superseded_at"],
-                confidence=float(t["confidence"]),
-                source_memory_id=t["source_memory_id"],
-                created_at=t["created_at"],
-            )
+            Attribute(**attribute_fields(t))
             for t in conn.execute(
                 f"SELECT * FROM entity_attributes t WHERE t.aspect_id = ? AND {visible}"
                 " ORDER BY t.status, t.created_at DESC",

@@ -491,6 +491,32 @@ class ReinforceSettings(Section):
     )
 
 
+class IntakeSettings(Section):
+    """The remember intake (docs/reliability.md#the-remember-intake): ``POST
+    /api/memory/remember`` commits the validated memory to a small table and answers; a thread
+    stores such rows as memories in batches once a burst pauses. SQLite only."""
+
+    enabled: bool = Field(True, description="answer a remember once it is committed to the intake (off: once stored)")
+    when: Literal["busy", "always"] = Field(
+        "busy",
+        description="busy: only remembers that overlap others go through the intake (one alone is stored at once); "
+        "always: every remember over HTTP",
+    )
+    quiet_ms: int = Field(
+        200, ge=0, le=60_000, description="store what waits once no remember has arrived for this long"
+    )
+    max_lag_s: float = Field(
+        10.0, ge=0.0, le=3600.0, description="store what waits once its oldest row is this old, burst or not"
+    )
+    batch: int = Field(64, ge=1, le=5000, description="rows stored per transaction")
+    read_wait_s: float = Field(
+        15.0,
+        ge=0.0,
+        le=600.0,
+        description="how long another request waits for the remembers accepted before it to be stored",
+    )
+
+
 class ConsolidationSettings(Section):
     """Consolidation (docs/lifecycle.md): tier 1 rules (near duplicates, expired temporaries,
     stale todos) and, with an LLM provider, tier 2 cluster-and-merge; sources are retired,
@@ -573,6 +599,7 @@ class MemorySettings(Section):
     )
     pipeline: PipelineSettings = Field(default_factory=PipelineSettings, alias="pipelineV2")
     reinforce: ReinforceSettings = Field(default_factory=ReinforceSettings)
+    intake: IntakeSettings = Field(default_factory=IntakeSettings)
     signals: SignalsSettings = Field(default_factory=SignalsSettings)
     consolidation: ConsolidationSettings = Field(default_factory=ConsolidationSettings)
     continuity: ContinuitySettings = Field(default_factory=ContinuitySettings)

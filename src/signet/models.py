@@ -171,6 +171,11 @@ class RememberResponse(BaseModel):
     retired: bool = Field(
         False, description="the text was retired with `persist`: nothing was stored (`id` is the retired memory's)"
     )
+    queued: bool = Field(
+        False,
+        description="accepted into the intake (committed): stored as a memory in the background, before any later "
+        "request to this daemon is answered (docs/reliability.md#the-remember-intake)",
+    )
 
 
 class RememberBatchRequest(StrictModel):
@@ -671,6 +676,23 @@ class CaptureStatus(BaseModel):
     last_scan_at: str | None
 
 
+class IntakeStatus(BaseModel):
+    """The remember intake (signet.memory.intake): accepted remembers not yet stored as memories."""
+
+    state: Literal["on", "off"]
+    pending: int = 0
+    """accepted and committed, not yet stored as memories"""
+    oldest_pending_s: float = 0.0
+    accepted: int = 0
+    """queued since the daemon started"""
+    stored: int = 0
+    """rows stored as memories since the daemon started (a row deduped at storing included)"""
+    merged: int = 0
+    """rows whose text another write stored first: the accepted id was not used (docs/reliability.md)"""
+    failed: int = 0
+    """rows that could not be stored, kept in ``memory_intake_failed`` with their error"""
+
+
 class StatusResponse(BaseModel):
     status: Literal["ok", "degraded"]
     version: str
@@ -686,6 +708,7 @@ class StatusResponse(BaseModel):
     store: StoreStatus | None = None
     llm: LlmStatus | None = None
     capture: CaptureStatus | None = None
+    intake: IntakeStatus | None = None
     warnings: list[str]
 
 

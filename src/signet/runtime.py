@@ -32,6 +32,7 @@ from signet.hooks.service import HookService
 from signet.hooks.watcher import IdentityWatcher
 from signet.instance import Instance
 from signet.knowledge.community_upkeep import CommunityService
+from signet.memory.intake import Intake
 from signet.memory.retention import RetentionWorker
 from signet.memory.service import MemoryService
 from signet.ops.consolidation import Consolidator, pipeline_llm
@@ -101,6 +102,15 @@ class Runtime:
             workspace_root=str(workspace.root),
             keywords=self.keywords,
         )
+        self.intake: Intake | None = (
+            Intake(self.service, self.settings.memory.intake)
+            if self.sqlite and self.settings.memory.intake.enabled
+            else None
+        )
+        """The remember intake (signet.memory.intake): SQLite only, one daemon per store."""
+        self.service.intake = self.intake
+        if self.intake is not None:
+            self.embeddings.upstream = self.intake.wait_stored
         self.retention = RetentionWorker(self.db, self.settings.retention)
         self.watcher = IdentityWatcher(workspace.root, self.settings.hooks)
         self.started_at = time.time()
@@ -278,6 +288,8 @@ class Runtime:
             self.feed.start()
         if not self.defer_loaders:
             self.start_loaders()
+        if self.intake is not None:
+            self.intake.start()
         self.retention.start()
         self.watcher.start()
         pipeline = self.settings.memory.pipeline
@@ -344,6 +356,8 @@ class Runtime:
         self.capture.stop()  # before the pipeline and the database its batches are written to
         self.document_worker.stop()
         self.continuity.stop()
+        if self.intake is not None:
+            self.intake.stop()  # what still waits stays committed: the next start stores it
         self.pipeline.stop()
         self.watcher.stop()
         self.retention.stop()

@@ -201,7 +201,7 @@ def test_migration_38_on_a_v37_store_and_its_cascade(tmp_path: Path) -> None:
         " VALUES ('m1', 'old text', 'h1', '', ?, ?)",
         (NOW, NOW),
     )
-    assert migrate(conn) == [38]
+    assert migrate(conn, [m for m in MIGRATIONS if m.version <= 38]) == [38]
     conn.execute("BEGIN")
     stored_hints.write(conn, 1, ["When was the old text written?", "When was the old text written?"], "template")
     conn.execute("COMMIT")
@@ -213,7 +213,7 @@ def test_migration_38_on_a_v37_store_and_its_cascade(tmp_path: Path) -> None:
     assert (
         conn.execute("SELECT COUNT(*) FROM memory_hints_fts WHERE memory_hints_fts MATCH 'written'").fetchone()[0] == 0
     )
-    assert migrate(conn) == []
+    assert migrate(conn, [m for m in MIGRATIONS if m.version <= 38]) == []
     conn.close()
 
 
@@ -229,7 +229,7 @@ def test_migration_38_from_the_oldest_schema(tmp_path: Path) -> None:
         (NOW, NOW),
     )
     applied = migrate(conn)
-    assert applied[-1] == 38 and applied == sorted(m.version for m in MIGRATIONS if m.version != 1)
+    assert 38 in applied and applied == sorted(m.version for m in MIGRATIONS if m.version != 1)
     conn.execute("BEGIN")
     stored_hints.write(conn, 1, ["Where did Joanna travel?"], "template")
     conn.execute("COMMIT")

@@ -302,6 +302,13 @@ def status(
     t.add_row(
         "keyword index", f"in memory, {kw['state']}{detail}" if kw["state"] != "off" else "FTS5 (in-memory copy off)"
     )
+    intake = data.get("intake")
+    if intake and (intake["pending"] or intake["failed"]):  # only when there is something to say
+        failed = f", {intake['failed']} could not be stored" if intake["failed"] else ""
+        t.add_row(
+            "remember intake",
+            f"{intake['pending']:,} accepted, being stored (oldest {intake['oldest_pending_s']:.1f} s){failed}",
+        )
     store = data.get("store")
     if store:
         pool = store["pool"]

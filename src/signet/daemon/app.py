@@ -14,6 +14,7 @@ from signet.auth.install import install_auth
 from signet.daemon.analytics_middleware import AnalyticsMiddleware
 from signet.daemon.errors import BodySizeLimit, CatchAll, install_error_handlers
 from signet.daemon.idle import IdleTrim
+from signet.daemon.intake_barrier import IntakeBarrier
 from signet.daemon.workspace_guard import WorkspaceGuard
 from signet.mcp.http import mount_mcp
 from signet.runtime import Runtime
@@ -92,6 +93,7 @@ def create_app(runtime: Runtime | Workspace | None = None, *, manage_runtime: bo
         app.include_router(importlib.import_module(f"signet.daemon.routes.{name}").router)
     document_errors(app)
     app.state.mcp = mount_mcp(app, rt)
+    app.add_middleware(IntakeBarrier, runtime=rt)  # reads see the remembers accepted before them
     install_auth(app, rt.settings)  # Host check, tokens, permissions, scopes, rate limits (signet.auth)
     app.add_middleware(BodySizeLimit)
     app.add_middleware(WorkspaceGuard, runtime=rt)  # a request for another workspace does nothing

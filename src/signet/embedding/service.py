@@ -121,6 +121,9 @@ class EmbeddingService:
         """Set once the first load of the model and the stored vectors is over, however it
         ended (ready, unavailable, stopped, no vectors made): the keyword index's build waits
         for it (signet.runtime.Runtime.start_loaders)."""
+        self.upstream: Callable[[float], bool] | None = None
+        """Waits up to the seconds given until the remembers accepted so far are stored as
+        memories (the remember intake's ``wait_stored``); :meth:`wait_idle` calls it first."""
         self.embedder: Embedder | None = None
         self._wake = threading.Event()
         self._stop = threading.Event()
@@ -191,8 +194,11 @@ class EmbeddingService:
         self._wake.set()
 
     def wait_idle(self, timeout: float = 60.0) -> bool:
-        """Block until every memory has a vector (tests, benchmarks, importers)."""
+        """Block until every memory has a vector (tests, benchmarks, importers); remembers
+        accepted but not yet stored (:attr:`upstream`) are waited for first."""
         deadline = time.monotonic() + timeout
+        if self.upstream is not None and not self.upstream(timeout):
+            return False
         while time.monotonic() < deadline:
             if self.state in ("unavailable", "disabled"):
                 return False

@@ -18,7 +18,7 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
 from signet import __version__
 from signet.config import Settings
@@ -48,6 +48,7 @@ from signet.models import (
     ForgetResponse,
     HistoryEvent,
     HistoryResponse,
+    IntakeStatus,
     KeywordIndexState,
     Memory,
     MemoryList,
@@ -117,6 +118,16 @@ class Stored:
     mem: dict[str, Any] | None = None
 
 
+class IntakeView(Protocol):
+    """What the status reads of the remember intake (signet.memory.intake, which builds on this
+    module: a protocol keeps the dependency one way)."""
+
+    @property
+    def pending(self) -> int: ...
+
+    def status(self) -> IntakeStatus: ...
+
+
 @dataclass(frozen=True)
 class Candidates:
     """The reinforcement check, computed before the write transaction: the new text's vector
@@ -167,13 +178,17 @@ class MemoryService:
         """Called after every recall with (request, response, scope): analytics, telemetry and
         the recall QA ledger listen here (signet.ops.observe). They must be cheap and not raise."""
         self.signals = SignalBoard(db, settings.memory.signals)
+        self.intake: IntakeView | None = None
+        """The remember intake, when the runtime runs one (its state is part of the status)."""
 
     @property
     def decay_rate(self) -> float:
         return self.settings.memory.decay_rate
 
     # -- remember --------------------------------------------------------------------------
-    def _prepare(self, req: RememberRequest, scope: ReadScope) -> dict[str, Any]:
+    def _prepare(self, req: RememberRequest, scope: ReadScope, *, hooks: bool = True) -> dict[str, Any]:
+        """The memory row a request makes; ``hooks`` False leaves :attr:`prepare_hooks` (the
+        extractor's work) to whoever stores it later (signet.memory.intake)."""
         agent, project = scope.owner(req.agent_id, req.project)  # Forbidden outside a token's scope
         parsed = parse_content(req.content)
         pinned = bool(req.pinned) or parsed.pinned
@@ -199,12 +214,16 @@ class MemoryService:
             "agent_id": agent or "default",
             "visibility": req.visibility.value if req.visibility is not None else "global",
         }
-        for hook in self.prepare_hooks:
-            hook(mem)
+        if hooks:
+            self.run_prepare_hooks(mem)
         return mem
 
+    def run_prepare_hooks(self, mem: dict[str, Any]) -> None:
+        for hook in self.prepare_hooks:
+            hook(mem)
+
     @staticmethod
-    def _live_duplicate(
+    def live_duplicate(
         conn: Connection, content_hash: str, agent_id: str, project: str | None, exclude_id: str | None = None
     ) -> Any:
         """The live memory with this text in the same dedupe scope (agent and project), if any.
@@ -218,7 +237,7 @@ class MemoryService:
             (content_hash, agent_id, project or "", exclude_id),
         ).fetchone()
 
-    def _insert(
+    def insert(
         self,
         conn: Connection,
         mem: dict[str, Any],
@@ -248,7 +267,7 @@ class MemoryService:
         if ledger is not None:
             return Stored(ledger, False, retired=True, check=check, mem=mem)
         if candidates is not None and candidates.hits:
-            existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
+            existing = self.live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
             if existing is not None:
                 return Stored(existing, True, check=check)
             target = self._reinforce(conn, mem, candidates, changed_by, actor_type, reason, note)
@@ -266,7 +285,7 @@ class MemoryService:
             },
         ).fetchone()
         if row is None:
-            existing = self._live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
+            existing = self.live_duplicate(conn, mem["content_hash"], mem["agent_id"], mem["project"])
             if existing is None:  # a conflict that is not the dedupe index: the id (never reused)
                 raise RuntimeError(f"memory {mem['id']} conflicts with a stored row")
             return Stored(existing, True, check=check)
@@ -388,7 +407,7 @@ class MemoryService:
         if self.index.dimensions in (None, vec.shape[0]):
             self.db.after_commit(lambda: self.index.upsert(memory_id, vec, project, created_at))
 
-    def _remember_response(self, stored: Stored) -> RememberResponse:
+    def remember_response(self, stored: Stored) -> RememberResponse:
         row, deduped = stored.row, stored.deduped
         if stored.retired:
             mem = stored.mem or {}
@@ -452,7 +471,7 @@ class MemoryService:
         With reinforcement on (:attr:`reinforcing`), the text is embedded first, on this thread."""
         mem = self._prepare(req, scope)
         candidates = self._candidates(mem)
-        return self.db.submit(lambda conn: self._insert(conn, mem, changed_by, actor_type, candidates=candidates))
+        return self.db.submit(lambda conn: self.insert(conn, mem, changed_by, actor_type, candidates=candidates))
 
     @property
     def reinforcing(self) -> bool:
@@ -462,7 +481,7 @@ class MemoryService:
     def finish_remember(self, outcome: Stored) -> RememberResponse:
         if not (outcome.deduped or outcome.retired or outcome.reinforced):
             self.embeddings.notify()
-        return self._remember_response(outcome)
+        return self.remember_response(outcome)
 
     def remember_batch(
         self,
@@ -479,12 +498,12 @@ class MemoryService:
         mems = [self._prepare(r, scope) for r in items]
 
         def write(conn: Connection) -> list[Stored]:
-            return [self._insert(conn, m, changed_by, actor_type) for m in mems]
+            return [self.insert(conn, m, changed_by, actor_type) for m in mems]
 
         results = self.db.write(write, alone=True)  # large: no savepoint (GroupWriter.write)
         if any(not (r.deduped or r.retired) for r in results):
             self.embeddings.notify()
-        return [self._remember_response(r) for r in results]
+        return [self.remember_response(r) for r in results]
 
     # -- writes inside a caller's transaction ------------------------------------------------
     # The pipeline applies an LLM's decisions through these, on the writer thread inside one
@@ -519,7 +538,7 @@ class MemoryService:
             and mem["type"] != NO_REINFORCE_TYPE
         ):
             candidates = Candidates("checked", vector, self._similar_hits(vector, mem["project"]))
-        out = self._insert(
+        out = self.insert(
             conn, mem, changed_by, actor_type, reason=reason, note=note, vector=vector, candidates=candidates
         )
         if out.retired:
@@ -884,7 +903,7 @@ class MemoryService:
             return ModifyResult(id=p.id, status="unchanged", current_version=row["version"], new_version=row["version"])
         if "content_hash" in sets or "project" in sets:
             # New text, or a move to another project: the target scope must not hold it already.
-            dup = self._live_duplicate(
+            dup = self.live_duplicate(
                 conn,
                 sets.get("content_hash", row["content_hash"]),
                 row["agent_id"],
@@ -1317,7 +1336,7 @@ class MemoryService:
             ).fetchone()
             if done is not None:
                 raise Conflict(f"reinforcement '{event_id}' was split off already", code="already_split", id=memory_id)
-            out = self._insert(
+            out = self.insert(
                 conn,
                 mem,
                 changed_by,
@@ -1390,7 +1409,7 @@ class MemoryService:
                     id=memory_id,
                     current_version=row["version"],
                 )
-            dup = self._live_duplicate(conn, row["content_hash"], row["agent_id"], row["project"])
+            dup = self.live_duplicate(conn, row["content_hash"], row["agent_id"], row["project"])
             if dup is not None:
                 raise Conflict(
                     "a live memory already has this content",
@@ -1498,6 +1517,12 @@ class MemoryService:
                 "FTS5 directly until it is repaired: POST /api/repair/check-fts "
                 '{"repair": true}'
             )
+        intake = self.intake.status() if self.intake is not None else None
+        if intake is not None and intake.failed:
+            warnings.append(
+                f"{intake.failed} accepted remembers could not be stored; they are kept with their error in "
+                "memory_intake_failed (see the daemon log)"
+            )
         active = c["active"]
         embedding = EmbeddingStatus(
             provider=self.settings.embedding.provider,
@@ -1509,7 +1534,8 @@ class MemoryService:
             embedded=c["embedded"],
             total=active,
             coverage=round(c["embedded"] / active, 4) if active else 1.0,
-            pending=max(active - c["embedded"], 0),
+            # accepted remembers still in the intake will need their vectors too
+            pending=max(active - c["embedded"], 0) + (intake.pending if intake is not None else 0),
             stale_model=c["stale"],
         )
         return StatusResponse(
@@ -1524,6 +1550,7 @@ class MemoryService:
             vector_search=vs,
             keyword_index=keywords,
             storage=self._storage(),
+            intake=intake,
             warnings=warnings,
         )
 

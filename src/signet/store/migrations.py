@@ -28,6 +28,7 @@ from signet.store.schema_feedback import FEEDBACK_SCHEMA
 from signet.store.schema_graph import ENTITIES_PER_AGENT_SCHEMA
 from signet.store.schema_hints import HINTS_SCHEMA
 from signet.store.schema_hooks import HOOKS_SCHEMA
+from signet.store.schema_intake import INTAKE_SCHEMA
 from signet.store.schema_kind_aspects import KIND_ASPECTS_SCHEMA
 from signet.store.schema_knowledge import KNOWLEDGE_SCHEMA
 from signet.store.schema_lease_owner import LEASE_OWNER_SCHEMA
@@ -331,7 +332,8 @@ MIGRATIONS: list[Migration] = [
     Migration(36, "entity_links", ENTITY_LINKS_SCHEMA, foreign_keys_off=True),
     Migration(37, "kind_aspects", KIND_ASPECTS_SCHEMA),
     Migration(38, "memory_hints", HINTS_SCHEMA),
-    # 39 is the next free number on both engines.
+    Migration(39, "memory_intake", INTAKE_SCHEMA),
+    # 40 is the next free number on both engines.
 ]
 
 BOOKKEEPING = """

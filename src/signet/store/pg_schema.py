@@ -25,6 +25,7 @@ from __future__ import annotations
 from signet.store.migrations import Migration
 from signet.store.schema_entity_links import PG_ENTITY_LINKS_SCHEMA
 from signet.store.schema_hints import PG_HINTS_SCHEMA
+from signet.store.schema_intake import PG_INTAKE_SCHEMA
 from signet.store.schema_kind_aspects import PG_KIND_ASPECTS_SCHEMA
 from signet.store.schema_lease_owner import PG_LEASE_OWNER_SCHEMA
 from signet.store.schema_task_runner import PG_TASK_RUNNER_SCHEMA
@@ -928,5 +929,6 @@ PG_MIGRATIONS: list[Migration] = [
     Migration(36, "entity_links", PG_ENTITY_LINKS_SCHEMA),
     Migration(37, "kind_aspects", PG_KIND_ASPECTS_SCHEMA),
     Migration(38, "memory_hints", PG_HINTS_SCHEMA),
+    Migration(39, "memory_intake", PG_INTAKE_SCHEMA),
 ]
 """The versions PostgreSQL records: 30 stands for SQLite's 1-30 (the same end state)."""

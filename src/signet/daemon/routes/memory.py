@@ -59,6 +59,10 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
     """Store a memory. Returns at once; the vector is computed in the background.
 
+    On the embedded store the answer comes once the memory is committed to the intake
+    (``queued: true``); it is stored as a memory a moment later, before any later request to
+    this daemon is answered (docs/reliability.md#the-remember-intake).
+
     The same content (after normalization) returns the existing id with ``deduped: true``. With
     ``memory.reinforce`` on, a text similar to a live memory of the same type and owner reinforces
     it (``reinforced: <id>``); a retired text is not stored (``retired: true``): docs/lifecycle.md.
@@ -68,6 +72,8 @@ async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, 
     # With reinforcement on, the text is embedded first (the check), on a worker thread.
     if runtime.service.reinforcing:
         return await run_in_threadpool(runtime.service.remember, body, changed_by=body.who or actor, scope=scope)
+    if runtime.intake is not None:  # answered once committed, stored a moment later (signet.memory.intake)
+        return await runtime.intake.accept(body, changed_by=body.who or actor, scope=scope)
     fut = runtime.service.submit_remember(body, changed_by=body.who or actor, scope=scope)
     return runtime.service.finish_remember(await asyncio.wrap_future(fut))
 

@@ -152,7 +152,7 @@ class SearchSettings(Section):
         "about 20 bytes per indexed word occurrence); off: FTS5 answers every query",
     )
     vector_lists_min_rows: int = Field(
-        200_000,  # signet.search.vectors.LISTS_MIN_ROWS
+        100_000,  # signet.search.vectors.LISTS_MIN_ROWS
         ge=0,
         description="from this many vectors on, the vector leg reads inverted lists (the cells near the query, "
         "approximate) instead of every row's coarse projection; 0: never (applies at the next start)",

@@ -59,9 +59,9 @@ Offset = Annotated[int, Query(ge=0, le=10_000_000)]
 async def remember(body: RememberRequest, runtime: RuntimeDep, actor: ActorDep, scope: ScopeDep) -> RememberResponse:
     """Store a memory. Returns at once; the vector is computed in the background.
 
-    On the embedded store the answer comes once the memory is committed to the intake
-    (``queued: true``); it is stored as a memory a moment later, before any later request to
-    this daemon is answered (docs/reliability.md#the-remember-intake).
+    On the embedded store a remember that overlaps others is answered once it is committed to
+    the intake (``queued: true``) and stored as a memory a moment later, before any later
+    request to this daemon is answered (docs/reliability.md#the-remember-intake).
 
     The same content (after normalization) returns the existing id with ``deduped: true``. With
     ``memory.reinforce`` on, a text similar to a live memory of the same type and owner reinforces

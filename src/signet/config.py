@@ -508,6 +508,12 @@ class IntakeSettings(Section):
     max_lag_s: float = Field(
         10.0, ge=0.0, le=3600.0, description="store what waits once its oldest row is this old, burst or not"
     )
+    max_pending: int = Field(
+        10_000,
+        ge=1,
+        le=10_000_000,
+        description="with this many rows waiting, a remember is stored before its answer (backpressure)",
+    )
     batch: int = Field(64, ge=1, le=5000, description="rows stored per transaction")
     read_wait_s: float = Field(
         15.0,

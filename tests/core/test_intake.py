@@ -270,3 +270,14 @@ def test_by_default_only_overlapping_remembers_are_queued(make_workspace: Callab
         assert rows(ws, "SELECT COUNT(*) FROM memories") == [(22,)]
     finally:
         rt.stop()
+
+
+def test_past_max_pending_a_remember_waits_for_its_own_storing(
+    make_workspace: Callable[..., Workspace], open_app: Callable[[Workspace], tuple[Runtime, TestClient]]
+) -> None:
+    rt, client = open_app(held_workspace(make_workspace, max_pending=2))
+    answers = [client.post("/api/memory/remember", json={"content": f"backlog {i}"}).json() for i in range(3)]
+    assert [a["queued"] for a in answers] == [True, True, False]
+    assert rt.intake is not None and rt.intake.pending == 2
+    assert rows(rt.workspace, "SELECT id FROM memories") == [(answers[2]["id"],)]
+    assert client.get("/api/memories").json()["total"] == 3

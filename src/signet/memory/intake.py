@@ -169,12 +169,17 @@ class Intake:
     # -- accepting ---------------------------------------------------------------------------
     async def accept(self, req: RememberRequest, *, changed_by: str, scope: ReadScope = UNSCOPED) -> RememberResponse:
         """Validate and commit one remember to the intake; its answer. A remember that arrives
-        alone (none other in flight, none waiting; ``when: busy``) is stored at once instead.
+        alone (none other in flight, none waiting; ``when: busy``), or while ``max_pending`` rows
+        wait (the intake is not keeping up: the sender is slowed to the storing rate), is stored
+        at once instead.
 
         The owner check (:class:`~signet.errors.Forbidden` outside a scoped token's reach) runs
         before anything is queued, as for a remember stored at once."""
         self._last_accept = time.monotonic()  # a burst is on while remembers arrive, stored or not
-        queue = self._inflight > 0 or self.pending > 0 or self.settings.when == "always"
+        waiting = self.pending
+        queue = (self._inflight > 0 or waiting > 0 or self.settings.when == "always") and (
+            waiting < self.settings.max_pending  # past it, a remember waits for its own storing
+        )
         self._inflight += 1
         try:
             if not queue:  # nothing else in flight: stored before the answer, as without an intake

@@ -929,6 +929,18 @@ def store_bytes(db_path: Path) -> int:
     return sum(p.stat().st_size for p in db_path.parent.glob(db_path.name + "*"))
 
 
+def stored_text(db_path: Path) -> tuple[int, int]:
+    """(live memories, the UTF-8 bytes of their text) in the store."""
+    conn = sqlite3.connect(f"file:{db_path}?mode=ro", uri=True)
+    try:
+        count, text = conn.execute(
+            "SELECT COUNT(*), COALESCE(SUM(LENGTH(CAST(content AS BLOB))), 0) FROM memories WHERE is_deleted = 0"
+        ).fetchone()
+    finally:
+        conn.close()
+    return int(count), int(text)
+
+
 def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
     """Seed ``n`` memories, start a daemon on them, measure recall, baselines, size, memory and
     remember throughput."""
@@ -962,15 +974,18 @@ def run_one(n: int, opts: LatencyOptions, progress: Progress) -> dict[str, Any]:
             out["postgres"] = run_postgres(n, samples, fresh, vectors, queries, opts, progress)
         del vectors
         db_path = Workspace(root).database_path()
-        text = sum(len(s.content.encode("utf-8")) for s in samples)
         size = store_bytes(db_path)
+        # What the store holds, not what this run seeded: a kept store also has the memories
+        # earlier runs remembered, and the file holds them too.
+        count, text = stored_text(db_path)
         out["size"] = {
+            "memories": count,
             "text_bytes": text,
-            "vector_bytes": n * dims * 4,
+            "vector_bytes": count * dims * 4,
             "db_bytes": size,
-            "db_bytes_per_memory": round(size / n),
+            "db_bytes_per_memory": round(size / max(count, 1)),
             "db_over_text": _ratio(size, text),
-            "db_over_text_and_vectors": _ratio(size, text + n * dims * 4),
+            "db_over_text_and_vectors": _ratio(size, text + count * dims * 4),
             "mean_memory_chars": round(sum(len(s.content) for s in samples) / n),
         }
 

@@ -134,15 +134,13 @@ def test_rows_left_by_a_stopped_daemon_are_stored_at_the_next_start(
         rt2.stop()
 
 
-def test_a_row_that_cannot_be_stored_is_set_aside_with_its_error(make_workspace: Callable[..., Workspace]) -> None:
-    ws = held_workspace(make_workspace)
-    start_runtime(ws).stop()  # migrated
-    conn = StoreConnection(ws)
-    good = {
-        "id": "00000000-0000-4000-8000-000000000002",
-        "content": "a good row after a bad one",
+def intake_row(mem_id: str, content: str | None, content_hash: str) -> dict[str, object]:
+    """A memory as the intake keeps it (``content`` None: a row missing its text)."""
+    mem: dict[str, object] = {
+        "id": mem_id,
+        "content": content,
         "normalized_content": "",
-        "content_hash": "h-good",
+        "content_hash": content_hash,
         "type": "fact",
         "importance": 0.8,
         "pinned": 0,
@@ -157,10 +155,16 @@ def test_a_row_that_cannot_be_stored_is_set_aside_with_its_error(make_workspace:
         "agent_id": "default",
         "visibility": "global",
     }
-    bad = {k: v for k, v in good.items() if k != "content"} | {"id": "00000000-0000-4000-8000-000000000001"}
-    bad["content_hash"] = "h-bad"
+    if content is None:
+        del mem["content"]
+    return mem
+
+
+def left_waiting(ws: Workspace, mems: list[dict[str, object]]) -> None:
+    """Rows a previous run accepted and did not store (written behind the daemon's back)."""
+    conn = StoreConnection(ws)
     try:
-        for mem in (bad, good):
+        for mem in mems:
             conn.execute(
                 "INSERT INTO memory_intake (id, content_hash, agent_id, project_key, payload, accepted_at)"
                 " VALUES (?, ?, 'default', '', ?, '2026-11-27T00:00:00Z')",
@@ -168,6 +172,14 @@ def test_a_row_that_cannot_be_stored_is_set_aside_with_its_error(make_workspace:
             )
     finally:
         conn.close()
+
+
+def test_a_row_that_cannot_be_stored_is_set_aside_with_its_error(make_workspace: Callable[..., Workspace]) -> None:
+    ws = held_workspace(make_workspace)
+    start_runtime(ws).stop()  # migrated
+    bad = intake_row("00000000-0000-4000-8000-000000000001", None, "h-bad")
+    good = intake_row("00000000-0000-4000-8000-000000000002", "a good row after a bad one", "h-good")
+    left_waiting(ws, [bad, good])
     rt = start_runtime(ws)
     try:
         assert rt.intake is not None and rt.intake.wait_stored(30)
@@ -177,6 +189,32 @@ def test_a_row_that_cannot_be_stored_is_set_aside_with_its_error(make_workspace:
         st = rt.service.status(str(ws.root), str(rt.db_path))
         assert st.intake is not None and st.intake.failed == 1
         assert any("memory_intake_failed" in w for w in st.warnings)
+    finally:
+        rt.stop()
+
+
+def test_a_row_whose_insert_fails_is_set_aside_and_its_batch_still_stored(
+    make_workspace: Callable[..., Workspace],
+) -> None:
+    """The batch's transaction fails on one row: the rows are stored one by one instead."""
+    ws = held_workspace(make_workspace)
+    rt = start_runtime(ws)
+    taken = rt.service.remember(RememberRequest(content="a memory whose id a row reuses")).id
+    rt.stop()
+    first = intake_row("00000000-0000-4000-8000-00000000000a", "stored before the clash", "h-a")
+    clash = intake_row(taken, "another text under a stored memory's id", "h-clash")
+    last = intake_row("00000000-0000-4000-8000-00000000000c", "stored after the clash", "h-c")
+    left_waiting(ws, [first, clash, last])
+    rt = start_runtime(ws)
+    try:
+        assert rt.intake is not None and rt.intake.wait_stored(30)
+        ids = {r[0] for r in rows(ws, "SELECT id FROM memories")}
+        assert ids == {taken, first["id"], last["id"]}
+        failed = rows(ws, "SELECT id, error FROM memory_intake_failed")
+        assert [f[0] for f in failed] == [taken] and "conflicts" in str(failed[0][1])
+        assert rows(ws, "SELECT COUNT(*) FROM memory_intake") == [(0,)]
+        st = rt.intake.status()
+        assert st.failed == 1 and st.stored == 2
     finally:
         rt.stop()
 

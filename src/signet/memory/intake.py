@@ -6,7 +6,9 @@ indexes and the thread-context rows of the turn and of the neighbours whose cont
 the history row (docs/benchmarks.md, "The remember intake"). An importer or a harness replaying
 a transcript sends remembers in bursts, and each waited for all of it. Here a remember is
 validated, checked against what is stored and what waits (dedupe, the retirement ledger), and
-committed as one small ``memory_intake`` row in the writer's group commit: as durable as the
+(when it overlaps other remembers: ``when: busy``, the default; one that arrives alone is
+stored at once, as before, and so is one that finds ``max_pending`` rows waiting) committed as
+one small ``memory_intake`` row in the writer's group commit: as durable as the
 memory row would be (the same WAL, the same commit). It is answered then, with its id and
 ``queued: true``. A thread stores the waiting rows as memories, in batches of ``batch`` rows per
 transaction, once no remember has arrived for ``quiet_ms`` (a burst has paused), or once the
@@ -385,8 +387,9 @@ class Intake:
                 raise
             log.warning("remember intake: a batch of %d failed (%s); storing its rows one by one", len(items), exc)
             results = []
+            by_seq = {int(r[0]): r for r in rows}
             for item in items:
-                results.extend(self._store_one(item, {r[0]: r for r in rows}[item.seq]))
+                results.extend(self._store_one(item, by_seq[item.seq]))
             self.db.write(lambda conn: self._store_tx(conn, [], bad, last), alone=True)
         self._after_store(items, results, len(bad), last)
 

@@ -51,7 +51,7 @@ from signet.errors import MutationsFrozen, StorageError
 from signet.memory.service import MemoryService, Stored
 from signet.models import IntakeStatus, RememberRequest, RememberResponse
 from signet.store import lifecycle
-from signet.store.records import load_tags, now_iso
+from signet.store.records import now_iso
 from signet.store.scope import UNSCOPED, ReadScope
 from signet.store.sqlite import Connection
 
@@ -237,18 +237,9 @@ class Intake:
             return self.service.remember_response(Stored(outcome.row, False, retired=True, mem=outcome.mem))
         if outcome.kind == "stored":
             return self.service.remember_response(Stored(outcome.row, True))
-        mem = outcome.mem
-        return RememberResponse(
-            id=mem["id"],
-            deduped=outcome.kind == "waiting",
-            type=mem["type"],
-            tags=load_tags(mem["tags"]),
-            pinned=bool(mem["pinned"]),
-            importance=float(mem["importance"]),
-            content=mem["content"],
-            created_at=mem["created_at"],
-            embedding="unavailable" if self.service.embeddings.state in ("disabled", "unavailable") else "pending",
-            queued=True,
+        embedding = "unavailable" if self.service.embeddings.state in ("disabled", "unavailable") else "pending"
+        return self.service.unstored_response(
+            outcome.mem, deduped=outcome.kind == "waiting", embedding=embedding, queued=True
         )
 
     # -- waiting for what was accepted --------------------------------------------------------
@@ -256,7 +247,11 @@ class Intake:
     def pending(self) -> int:
         """Accepted rows not yet stored (an upper bound: a seq rolled back leaves a gap)."""
         with self._cond:
-            return max(self._accepted_seq - self._done_seq, 0)
+            return self._waiting()
+
+    def _waiting(self) -> int:
+        """Under the lock: see :attr:`pending`."""
+        return max(self._accepted_seq - self._done_seq, 0)
 
     async def settled(self, timeout: float) -> int:
         """Wait until every remember accepted before this call is stored, up to ``timeout``
@@ -446,7 +441,7 @@ class Intake:
             oldest = next((t for s, t in self._times if s > self._done_seq), None)
             return IntakeStatus(
                 state="on",
-                pending=max(self._accepted_seq - self._done_seq, 0),
+                pending=self._waiting(),
                 oldest_pending_s=round(time.monotonic() - oldest, 3) if oldest else 0.0,
                 accepted=self.accepted,
                 stored=self.stored,

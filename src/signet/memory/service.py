@@ -407,18 +407,28 @@ class MemoryService:
         if self.index.dimensions in (None, vec.shape[0]):
             self.db.after_commit(lambda: self.index.upsert(memory_id, vec, project, created_at))
 
+    @staticmethod
+    def unstored_response(mem: dict[str, Any], **fields: Any) -> RememberResponse:
+        """The answer for a prepared memory that has no row of its own (yet): a retired text, or
+        one waiting in the remember intake; ``fields`` set or override the rest."""
+        base: dict[str, Any] = {
+            "id": mem.get("id", ""),
+            "deduped": False,
+            "type": mem.get("type", "fact"),
+            "tags": load_tags(mem.get("tags")),
+            "pinned": bool(mem.get("pinned")),
+            "importance": float(mem.get("importance", 0.0)),
+            "content": mem.get("content", ""),
+            "created_at": mem.get("created_at", ""),
+        }
+        return RememberResponse(**{**base, **fields})
+
     def remember_response(self, stored: Stored) -> RememberResponse:
         row, deduped = stored.row, stored.deduped
         if stored.retired:
-            mem = stored.mem or {}
-            return RememberResponse(
+            return self.unstored_response(
+                stored.mem or {},
                 id=row["memory_id"] or "",
-                deduped=False,
-                type=mem.get("type", "fact"),
-                tags=load_tags(mem.get("tags")),
-                pinned=bool(mem.get("pinned")),
-                importance=float(mem.get("importance", 0.0)),
-                content=mem.get("content", ""),
                 created_at=row["retired_at"],
                 embedding="unavailable",
                 reinforcement=stored.check,

@@ -19,7 +19,7 @@ from signet.daemon.intake_barrier import PENDING_HEADER
 from signet.models import RememberRequest
 from signet.runtime import Runtime
 from signet.workspace import Workspace
-from tests.conftest import TEST_STORAGE, StoreConnection, start_runtime
+from tests.conftest import TEST_STORAGE, StoreConnection, start_runtime, write_config
 
 pytestmark = pytest.mark.skipif(TEST_STORAGE == "postgres", reason="the intake is SQLite's (docs/reliability.md)")
 
@@ -319,3 +319,23 @@ def test_past_max_pending_a_remember_waits_for_its_own_storing(
     assert rt.intake is not None and rt.intake.pending == 2
     assert rows(rt.workspace, "SELECT id FROM memories") == [(answers[2]["id"],)]
     assert client.get("/api/memories").json()["total"] == 3
+
+
+def test_a_project_token_stays_in_its_project_through_the_intake(
+    make_workspace: Callable[..., Workspace], open_app: Callable[[Workspace], tuple[Runtime, TestClient]]
+) -> None:
+    from signet.auth.tokens import issue, load_secret
+
+    ws = held_workspace(make_workspace)
+    write_config(ws, auth={"mode": "team", "rateLimits": {"default": 1_000_000, "operations": {}}})
+    rt, client = open_app(ws)
+    tok, _ = issue(load_secret(ws.root), sub="alpha-agent", role="agent", ttl_s=3600, project="alpha")
+    headers = {"Authorization": f"Bearer {tok}"}
+    out = client.post("/api/memory/remember", headers=headers, json={"content": "escape to beta", "project": "beta"})
+    assert out.status_code == 403 and out.json()["code"] == "forbidden", out.text
+    assert rt.intake is not None and rt.intake.pending == 0
+    assert rows(ws, "SELECT COUNT(*) FROM memory_intake") == [(0,)]
+    inside = client.post("/api/memory/remember", headers=headers, json={"content": "stays in alpha"})
+    assert inside.status_code == 200 and inside.json()["queued"] is True, inside.text
+    assert rt.intake.wait_stored(30)
+    assert rows(ws, "SELECT project FROM memories") == [("alpha",)]
